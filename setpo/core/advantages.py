@@ -1,0 +1,53 @@
+"""Group-relative base advantages (GRPO / Dr.GRPO conventions) and the SetPO shaping A_bar + lambda s."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+
+from setpo.core._checks import as_float_tensor, check_finite
+
+RewardScale = Literal["group", "batch", "none"]
+
+
+def group_advantages(rewards, group_size: int, scale: RewardScale = "group", eps: float = 1e-4) -> torch.Tensor:
+    """A_bar_i = (r_i - mean_group r) / (std + eps) (GRPO; paper Sec. 2), rows grouped as G consecutive entries.
+
+    ``scale="group"``: std of the prompt's group (GRPO); ``"batch"``: std of the whole batch
+    (TRL's ``scale_rewards="batch"``); ``"none"``: no division (Dr.GRPO). std is the unbiased sample
+    std, and ``eps`` defaults to TRL's 1e-4 (verl uses 1e-6). Input (..., N) with N divisible by G.
+    """
+    r = as_float_tensor(rewards, "rewards")
+    if r.dim() == 0:
+        raise ValueError("rewards must have at least one dimension (..., N)")
+    if not isinstance(group_size, int) or group_size < 2:
+        raise ValueError(f"group_size must be an integer >= 2 for a group-relative baseline, got {group_size!r}")
+    if r.shape[-1] % group_size != 0:
+        raise ValueError(f"number of rewards {r.shape[-1]} is not divisible by group_size {group_size}")
+    if scale not in ("group", "batch", "none"):
+        raise ValueError(f"unknown scale {scale!r}; use 'group', 'batch' or 'none'")
+    if not (eps >= 0 and math.isfinite(eps)):
+        raise ValueError(f"eps must be finite and >= 0, got {eps}")
+    check_finite(r, "rewards")
+    grouped = r.reshape(*r.shape[:-1], -1, group_size)
+    centred = grouped - grouped.mean(-1, keepdim=True)
+    if scale == "group":
+        centred = centred / (grouped.std(-1, keepdim=True) + eps)
+    elif scale == "batch":
+        centred = centred / (r.std(-1, keepdim=True).unsqueeze(-1) + eps)
+    return centred.reshape(r.shape)
+
+
+def setpo_advantages(base_advantages, credits, lam: float) -> torch.Tensor:
+    """A_hat_i = A_bar_i + lambda * s_i (paper eq. 6): added after base normalisation, s not centred or clipped."""
+    a = as_float_tensor(base_advantages, "base_advantages")
+    s = as_float_tensor(credits, "credits")
+    if a.shape != s.shape:
+        raise ValueError(f"base_advantages shape {tuple(a.shape)} and credits shape {tuple(s.shape)} differ")
+    lam = float(lam)
+    if not (math.isfinite(lam) and lam >= 0):
+        raise ValueError(f"lambda must be finite and >= 0, got {lam}")
+    check_finite(s, "credits")
+    return a + lam * s

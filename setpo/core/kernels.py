@@ -1,0 +1,51 @@
+"""Semantic kernels over a group of rollout embeddings."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+
+from setpo.core._checks import as_float_tensor, check_finite
+
+ZeroNormPolicy = Literal["isolate", "raise"]
+
+
+def cosine_kernel(
+    embeddings: torch.Tensor,
+    clamp: bool = True,
+    on_zero_norm: ZeroNormPolicy = "isolate",
+) -> torch.Tensor:
+    """k(o_i, o_j) = clamp(cos(e_i, e_j), 0, 1) (paper Sec. 3, kernel choice); (..., G, d) -> (..., G, G).
+
+    The result is exactly symmetric with an exact unit diagonal. With ``clamp=False`` the raw cosine is
+    returned (rounding kept inside [-1, 1]).
+
+    A zero-norm embedding (for instance an empty completion embedded as the zero vector) has no
+    direction. With ``on_zero_norm="isolate"`` (default) it gets similarity 0 to every non-zero
+    embedding and 1 to every other zero-norm embedding (identical empty outputs are duplicates of each
+    other). A lone empty output therefore looks novel to the kernel; the task reward is what should
+    penalise it. ``on_zero_norm="raise"`` refuses such input instead.
+    """
+    e = as_float_tensor(embeddings, "embeddings")
+    if e.dim() < 2:
+        raise ValueError(f"embeddings must have shape (..., G, d), got {tuple(e.shape)}")
+    if e.shape[-1] == 0:
+        raise ValueError("embeddings have dimension d=0")
+    if on_zero_norm not in ("isolate", "raise"):
+        raise ValueError(f"unknown on_zero_norm option {on_zero_norm!r}; use 'isolate' or 'raise'")
+    check_finite(e, "embeddings")
+
+    norms = torch.linalg.vector_norm(e, dim=-1, keepdim=True)
+    zero = norms == 0
+    if bool(zero.any()) and on_zero_norm == "raise":
+        raise ValueError(f"embeddings contain {int(zero.sum())} zero-norm row(s) (empty completions?)")
+    unit = e / torch.where(zero, torch.ones_like(norms), norms)
+    sim = unit @ unit.mT
+    sim = 0.5 * (sim + sim.mT)  # exact symmetry: float addition commutes
+    if bool(zero.any()):
+        both_zero = zero & zero.mT
+        sim = torch.where(both_zero, torch.ones_like(sim), sim)
+    sim = sim.clamp(0.0, 1.0) if clamp else sim.clamp(-1.0, 1.0)
+    eye = torch.eye(sim.shape[-1], dtype=torch.bool, device=sim.device)
+    return torch.where(eye, torch.ones_like(sim), sim)

@@ -1,0 +1,101 @@
+"""Shaping functions g for D(S) = mean g(m) (paper eq. 4), kept in a small name registry.
+
+Each entry carries g and its first two derivatives: the credits need g, the influence function
+needs g' (Thm 4.2), and the curvature condition of Thm C.5 needs g''.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Union
+
+import torch
+
+Fn = Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Shaping:
+    """An elementwise shaping function g with derivatives g' and g''."""
+
+    name: str
+    g: Fn
+    dg: Fn
+    d2g: Fn
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return self.g(x)
+
+
+_REGISTRY: dict[str, Shaping] = {}
+
+
+def register_shaping(name: str, g: Fn, dg: Fn, d2g: Fn) -> Shaping:
+    """Register a shaping function under `name` (refuses to overwrite an existing name)."""
+    if name in _REGISTRY:
+        raise ValueError(f"shaping function {name!r} is already registered")
+    _REGISTRY[name] = Shaping(name, g, dg, d2g)
+    return _REGISTRY[name]
+
+
+def available_shapings() -> list[str]:
+    """Names accepted by `get_shaping`."""
+    return sorted(_REGISTRY)
+
+
+def _autograd_derivative(fn: Fn) -> Fn:
+    """Elementwise derivative of an elementwise function by autograd (keeps the graph for higher orders)."""
+
+    def d(x: torch.Tensor) -> torch.Tensor:
+        with torch.enable_grad():
+            xr = x if x.requires_grad else x.detach().requires_grad_(True)
+            y = fn(xr)
+            (grad,) = torch.autograd.grad(y.sum(), xr, create_graph=True)
+        return grad if x.requires_grad else grad.detach()
+
+    return d
+
+
+def get_shaping(g: Union[str, Shaping, Fn] = "neglog1p") -> Shaping:
+    """Resolve a shaping spec: a registered name, a `Shaping`, or an elementwise callable (derivatives by autograd)."""
+    if isinstance(g, Shaping):
+        return g
+    if isinstance(g, str):
+        try:
+            return _REGISTRY[g]
+        except KeyError:
+            raise ValueError(f"unknown shaping function {g!r}; available: {available_shapings()}") from None
+    if callable(g):
+        dg = _autograd_derivative(g)
+        return Shaping(getattr(g, "__name__", "callable"), g, dg, _autograd_derivative(dg))
+    raise ValueError(f"shaping must be a name, a Shaping or a callable, got {type(g).__name__}")
+
+
+# The paper's choice: g(x) = -log(1 + x) (Sec. 3, "diminishing marginal sensitivity"; Cor. C.6).
+register_shaping(
+    "neglog1p",
+    g=lambda x: -torch.log1p(x),
+    dg=lambda x: -1.0 / (1.0 + x),
+    d2g=lambda x: 1.0 / (1.0 + x) ** 2,
+)
+# Linear g(x) = 1 - x: D becomes 1 - mean pairwise similarity; g'' = 0 so Thm C.5's condition holds.
+register_shaping(
+    "linear",
+    g=lambda x: 1.0 - x,
+    dg=lambda x: -torch.ones_like(x),
+    d2g=lambda x: torch.zeros_like(x),
+)
+# g(x) = exp(-x): strictly decreasing, satisfies m g'' < -2 g' for m < 2.
+register_shaping(
+    "exp",
+    g=lambda x: torch.exp(-x),
+    dg=lambda x: -torch.exp(-x),
+    d2g=lambda x: torch.exp(-x),
+)
+# g(x) = 1 / (1 + x): strictly decreasing, m g'' < -2 g' for every m >= 0.
+register_shaping(
+    "inverse",
+    g=lambda x: 1.0 / (1.0 + x),
+    dg=lambda x: -1.0 / (1.0 + x) ** 2,
+    d2g=lambda x: 2.0 / (1.0 + x) ** 3,
+)
