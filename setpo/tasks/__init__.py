@@ -1,0 +1,1 @@
+"""Tasks: prompt generators, answer checkers and rewards (import from the submodules)."""
