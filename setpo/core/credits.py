@@ -6,6 +6,7 @@ from typing import Literal
 
 import torch
 
+from setpo.core._checks import check_finite
 from setpo.core.diversity import ShapingSpec, set_diversity, unchecked_local_mass, validate_kernel
 from setpo.core.shaping import get_shaping
 
@@ -31,18 +32,27 @@ def loo_credits(K, g: ShapingSpec = "neglog1p", on_small_group: SmallGroupPolicy
     early = _small_group(K, on_small_group)
     if early is not None:
         return early
-    K, G = validate_kernel(K, 3, "the leave-one-out credits")
+    # Values are checked on the O(G) output rather than the O(G^2) input: NaN/inf anywhere in a group's
+    # kernel reaches its credits, so the full scan only runs to explain a failure.
+    K, G = validate_kernel(K, 3, "the leave-one-out credits", check_values=False)
     shaping = get_shaping(g)
     m = unchecked_local_mass(K)  # (..., G), index j
     g_m = shaping(m)
     d_full = g_m.mean(-1, keepdim=True)
-    # M[..., i, j] = m_j^(-i) = ((G-1) m_j - K[j, i]) / (G-2): one fused broadcast op.
-    M = torch.sub(m.unsqueeze(-2) * ((G - 1) / (G - 2)), K.mT, alpha=1.0 / (G - 2))
+    # Mt[..., j, i] = m_j^(-i) = ((G-1) m_j - K[j, i]) / (G-2): one fused broadcast op over K's own layout.
+    Mt = torch.sub(m.unsqueeze(-1) * ((G - 1) / (G - 2)), K, alpha=1.0 / (G - 2))
     # The diagonal (j = i) is not part of Omega \ {o_i}; put m_i there so g stays in its domain,
-    # then remove exactly g(m_i) from the row sum.
-    M.diagonal(dim1=-2, dim2=-1).copy_(m)
-    d_loo = (shaping(M).sum(-1) - g_m) / (G - 1)
-    return d_full - d_loo
+    # then remove exactly g(m_i) from the column sum.
+    Mt.diagonal(dim1=-2, dim2=-1).copy_(m)
+    d_loo = (shaping(Mt).sum(-2) - g_m) / (G - 1)
+    credits = d_full - d_loo
+    if not bool(torch.isfinite(credits).all()):
+        check_finite(K, "kernel")
+        raise ValueError(
+            f"credits are not finite although the kernel is: shaping {shaping.name!r} is undefined at some "
+            "local mass (kernel values outside [0, 1]?)"
+        )
+    return credits
 
 
 def loo_credits_reference(K, g: ShapingSpec = "neglog1p") -> torch.Tensor:

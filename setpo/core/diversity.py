@@ -12,12 +12,13 @@ from setpo.core.shaping import Fn, Shaping, get_shaping
 ShapingSpec = Union[str, Shaping, Fn]
 
 
-def validate_kernel(K, minimum: int, what: str) -> tuple[torch.Tensor, int]:
-    """Return (K as a float tensor, G) after checking shape (..., G, G), finiteness and G >= minimum."""
+def validate_kernel(K, minimum: int, what: str, check_values: bool = True) -> tuple[torch.Tensor, int]:
+    """Return (K as a float tensor, G) after checking shape (..., G, G), G >= minimum and (optionally) finiteness."""
     K = as_float_tensor(K, "kernel")
     G = check_square(K)
     check_group_size(G, minimum, what)
-    check_finite(K, "kernel")
+    if check_values:
+        check_finite(K, "kernel")
     return K, G
 
 

@@ -1,0 +1,84 @@
+"""Benchmark: closed-form LOO credits (Lemma D.1) vs the literal Algorithm 1, and vs the compute floor.
+
+Prints, for B groups and each G: the best-of-repeats time of `loo_credits`, `loo_credits_reference` and of one
+elementwise pass of g over a (B, G, G) tensor (the floor: the closed form cannot evaluate g fewer times),
+their ratios, and credits per second. Figures only, no assertions.
+
+    python benchmarks/bench_credits.py [--batch 512] [--groups 6 16 64] [--dtype float32] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+from setpo import cosine_kernel, get_shaping, loo_credits, loo_credits_reference
+
+
+def best_time(fn, min_total: float = 0.5, min_reps: int = 5) -> float:
+    """Fastest wall time of fn() over repeats after two warm-up calls (the least disturbed by other load)."""
+    fn()
+    fn()
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < min_reps or time.perf_counter() - start < min_total:
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batch", type=int, default=512)
+    ap.add_argument("--groups", type=int, nargs="+", default=[6, 16, 64])
+    ap.add_argument("--dim", type=int, default=384)
+    ap.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    ap.add_argument("--shaping", default="neglog1p")
+    ap.add_argument("--json", default=None, help="also write the rows to this JSON file")
+    args = ap.parse_args(argv)
+
+    dtype = getattr(torch, args.dtype)
+    g = get_shaping(args.shaping)
+    torch.manual_seed(0)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, B={args.batch}, {args.dtype}, g={g.name}")
+    header = (
+        f"{'G':>4} {'closed form':>12} {'Algorithm 1':>12} {'speed-up':>9} "
+        f"{'floor g(BGG)':>13} {'vs floor':>9} {'credits/s':>12}"
+    )
+    print(header)
+    rows = []
+    for G in args.groups:
+        K = cosine_kernel(torch.randn(args.batch, G, args.dim, dtype=dtype))
+        assert torch.allclose(
+            loo_credits(K, g), loo_credits_reference(K, g), atol=1e-5 if dtype == torch.float32 else 1e-12
+        )
+        t_fast = best_time(lambda K=K: loo_credits(K, g))
+        t_ref = best_time(lambda K=K: loo_credits_reference(K, g))
+        t_floor = best_time(lambda K=K: g(K))
+        row = {
+            "G": G,
+            "B": args.batch,
+            "closed_form_ms": 1e3 * t_fast,
+            "algorithm1_ms": 1e3 * t_ref,
+            "speedup": t_ref / t_fast,
+            "floor_ms": 1e3 * t_floor,
+            "ratio_to_floor": t_fast / t_floor,
+            "credits_per_s": args.batch * G / t_fast,
+        }
+        rows.append(row)
+        print(
+            f"{G:>4} {row['closed_form_ms']:>10.3f}ms {row['algorithm1_ms']:>10.3f}ms {row['speedup']:>8.1f}x "
+            f"{row['floor_ms']:>11.3f}ms {row['ratio_to_floor']:>8.2f}x {row['credits_per_s']:>12.3g}"
+        )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"dtype": args.dtype, "threads": torch.get_num_threads(), "rows": rows}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
