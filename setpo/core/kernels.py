@@ -36,10 +36,13 @@ def cosine_kernel(
         raise ValueError(f"unknown on_zero_norm option {on_zero_norm!r}; use 'isolate' or 'raise'")
     check_finite(e, "embeddings")
 
-    norms = torch.linalg.vector_norm(e, dim=-1, keepdim=True)
-    zero = norms == 0
+    # Rows are first divided by their largest |entry| so the norm neither overflows nor underflows.
+    scale = e.abs().amax(dim=-1, keepdim=True)
+    zero = scale == 0
     if bool(zero.any()) and on_zero_norm == "raise":
         raise ValueError(f"embeddings contain {int(zero.sum())} zero-norm row(s) (empty completions?)")
+    e = e / torch.where(zero, torch.ones_like(scale), scale)
+    norms = torch.linalg.vector_norm(e, dim=-1, keepdim=True)
     unit = e / torch.where(zero, torch.ones_like(norms), norms)
     sim = unit @ unit.mT
     sim = 0.5 * (sim + sim.mT)  # exact symmetry: float addition commutes

@@ -50,7 +50,9 @@ def _autograd_derivative(fn: Fn) -> Fn:
         with torch.enable_grad():
             xr = x if x.requires_grad else x.detach().requires_grad_(True)
             y = fn(xr)
-            (grad,) = torch.autograd.grad(y.sum(), xr, create_graph=True)
+            if not y.requires_grad:  # fn ignores its input (e.g. the derivative of an affine g)
+                return torch.zeros_like(x)
+            (grad,) = torch.autograd.grad(y.sum(), xr, create_graph=True, allow_unused=True, materialize_grads=True)
         return grad if x.requires_grad else grad.detach()
 
     return d

@@ -49,6 +49,8 @@ def gapo_rewards(
     if count not in ("inclusive", "leave_one_out"):
         raise ValueError(f"unknown count {count!r}; use 'inclusive' or 'leave_one_out'")
     B = N // group_size
+    if isinstance(valid_sets, str) or any(isinstance(v, str) for v in valid_sets):
+        raise ValueError("valid_sets must hold collections of answers, one per group or row, not bare strings")
     if len(valid_sets) == N:
         per_group = [valid_sets[b * group_size] for b in range(B)]
         for b in range(B):
