@@ -1,0 +1,37 @@
+"""Text embedders for the semantic kernel: a list of N texts in, an (N, d) float32 tensor out."""
+
+from setpo.embedders._checks import check_embeddings, check_texts
+from setpo.embedders.base import Embedder
+from setpo.embedders.cache import CachedEmbedder, EmbeddingCache
+from setpo.embedders.hashed import HashedNgramEmbedder
+from setpo.embedders.policy import (
+    PolicyHiddenStateEmbedder,
+    mean_pool_hidden_states,
+    mean_pool_hidden_states_reference,
+)
+from setpo.embedders.registry import available_embedders, build_embedder, register_embedder
+from setpo.embedders.sentence_transformer import (
+    PAPER_MODEL,
+    SentenceTransformerEmbedder,
+    default_offline_model_path,
+    offline_minilm,
+)
+
+__all__ = [
+    "PAPER_MODEL",
+    "CachedEmbedder",
+    "Embedder",
+    "EmbeddingCache",
+    "HashedNgramEmbedder",
+    "PolicyHiddenStateEmbedder",
+    "SentenceTransformerEmbedder",
+    "available_embedders",
+    "build_embedder",
+    "check_embeddings",
+    "check_texts",
+    "default_offline_model_path",
+    "mean_pool_hidden_states",
+    "mean_pool_hidden_states_reference",
+    "offline_minilm",
+    "register_embedder",
+]
