@@ -1,0 +1,134 @@
+"""Reward functions that score whole groups (GAPO's frequency reward is one), on the batch gathered across processes.
+
+TRL calls reward functions on each process's local rows and gathers the rewards afterwards, so a function that
+looks at the other members of a group would see only part of a group that straddles two processes. A
+``GroupRewardFunction`` is instead called by ``SetPOTrainer`` on the gathered prompts, completions and dataset
+columns (concatenated in process order, as ``gather_object`` does), with the group size G: groups are G
+consecutive rows. Every process computes the same full reward vector, so no broadcast is needed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Collection, Literal, Sequence
+
+import torch
+
+from setpo.rewards import gapo_rewards, normalize_answer
+
+
+def completion_text(completion: Any) -> str:
+    """Plain text of a TRL completion: a string, or a list of chat messages (their text contents joined)."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        completion = [completion]
+    if isinstance(completion, list):
+        parts = []
+        for message in completion:
+            content = message.get("content", "") if isinstance(message, dict) else message
+            if isinstance(content, list):  # content blocks
+                content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
+            parts.append("" if content is None else str(content))
+        return "\n".join(parts)
+    raise ValueError(f"cannot read text from a completion of type {type(completion).__name__}")
+
+
+class GroupRewardFunction:
+    """Wraps ``fn(prompts, completions, group_size, **kwargs) -> list[float]`` over the gathered batch.
+
+    kwargs carry the dataset columns (one value per row), ``completion_ids`` and ``trainer_state``.
+    Only ``SetPOTrainer`` knows how to call it; calling it like a per-process TRL reward raises.
+    """
+
+    def __init__(self, fn: Callable[..., Sequence[float | None]], name: str | None = None):
+        if not callable(fn):
+            raise ValueError(f"fn must be callable, got {type(fn).__name__}")
+        self.fn = fn
+        self.__name__ = name or getattr(fn, "__name__", type(fn).__name__)
+
+    def score(self, prompts: Sequence[Any], completions: Sequence[Any], group_size: int, **kwargs) -> torch.Tensor:
+        """Rewards (N,) float32 for the gathered batch; ``None`` entries become NaN as in TRL."""
+        N = len(completions)
+        if len(prompts) != N:
+            raise ValueError(f"{len(prompts)} prompts but {N} completions")
+        if not isinstance(group_size, int) or group_size < 1 or N % group_size != 0:
+            raise ValueError(f"{N} rows cannot be split into groups of {group_size!r}")
+        out = list(self.fn(prompts, completions, group_size, **kwargs))
+        if len(out) != N:
+            raise ValueError(f"group reward {self.__name__!r} returned {len(out)} rewards for {N} completions")
+        vals = [math.nan if r is None else float(r) for r in out]
+        return torch.tensor(vals, dtype=torch.float32)
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(
+            f"group reward {self.__name__!r} needs whole groups gathered across processes; pass it to SetPOTrainer "
+            "(which calls .score on the gathered batch), not to GRPOTrainer"
+        )
+
+    def __repr__(self) -> str:
+        return f"GroupRewardFunction({self.__name__})"
+
+
+def score_gathered(
+    fn: GroupRewardFunction,
+    per_process_prompts: Sequence[Sequence[Any]],
+    per_process_completions: Sequence[Sequence[Any]],
+    group_size: int,
+    per_process_columns: Sequence[dict[str, Sequence[Any]]] | None = None,
+    **extra: Any,
+) -> torch.Tensor:
+    """Concatenate every process's rows in process order (what ``gather_object`` yields) and score the groups."""
+    n_proc = len(per_process_prompts)
+    if n_proc == 0 or len(per_process_completions) != n_proc:
+        raise ValueError("need prompts and completions from the same (non-zero) number of processes")
+    columns = per_process_columns if per_process_columns is not None else [{} for _ in range(n_proc)]
+    if len(columns) != n_proc:
+        raise ValueError(f"{len(columns)} column dicts for {n_proc} processes")
+    keys = sorted(columns[0])
+    if any(sorted(c) != keys for c in columns):
+        raise ValueError("processes carry different dataset columns")
+    prompts = [p for proc in per_process_prompts for p in proc]
+    completions = [c for proc in per_process_completions for c in proc]
+    gathered = {k: [v for c in columns for v in c[k]] for k in keys}
+    return fn.score(prompts, completions, group_size, **gathered, **extra)
+
+
+def gapo_reward_func(
+    answer_extractor: Callable[[str], str | None],
+    valid_set_key: str = "valid_answers",
+    form: Literal["published", "absolute"] = "published",
+    count: Literal["inclusive", "leave_one_out"] = "inclusive",
+    invalid_reward: float = -1.0,
+    normalize: Callable[[str | None], str] = normalize_answer,
+    name: str = "gapo",
+) -> GroupRewardFunction:
+    """GAPO frequency-aware reward R~_i = 1 - (f_{o_i} - 1/L) if valid else -1 (GAPO eq. 3) as a group reward.
+
+    ``answer_extractor`` maps a completion's text to its answer (None: no answer); the dataset column
+    ``valid_set_key`` holds each row's collection of valid answers V.
+    """
+    if not callable(answer_extractor):
+        raise ValueError("answer_extractor must be callable (completion text -> answer or None)")
+
+    def gapo(prompts, completions, group_size, **kwargs) -> list[float]:
+        if valid_set_key not in kwargs:
+            raise ValueError(
+                f"GAPO reward needs the dataset column {valid_set_key!r} (valid answers per prompt); "
+                f"columns present: {sorted(k for k in kwargs if k not in ('trainer_state', 'completion_ids'))}"
+            )
+        valid_sets: Sequence[Collection[str]] = kwargs[valid_set_key]
+        answers = [answer_extractor(completion_text(c)) for c in completions]
+        r = gapo_rewards(
+            answers,
+            valid_sets,
+            group_size,
+            form=form,
+            count=count,
+            invalid_reward=invalid_reward,
+            normalize=normalize,
+            dtype=torch.float64,
+        )
+        return r.tolist()
+
+    return GroupRewardFunction(gapo, name=name)

@@ -1,0 +1,197 @@
+"""SetPOConfig: validation errors, the paper presets (SetPO Tables 4-8), and the YAML copies in configs/trl/."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("trl")
+
+from setpo.integrations.trl import PRESETS, SetPOConfig, available_presets, get_preset, preset_to_yaml  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CPU = {"use_cpu": True, "bf16": False, "report_to": "none"}
+
+
+def make(tmp_path, **kw) -> SetPOConfig:
+    return SetPOConfig(output_dir=str(tmp_path), num_generations=4, per_device_train_batch_size=4, **CPU, **kw)
+
+
+def test_defaults_are_the_paper_kernel(tmp_path):
+    c = make(tmp_path)
+    assert (c.setpo_shaping, c.setpo_kernel_clamp, c.setpo_embed_field) == ("neglog1p", True, "completion")
+    assert c.setpo_lambda == 0.05 and c.setpo_embedder == "minilm"
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"setpo_lambda": -0.1}, "setpo_lambda must be finite and >= 0"),
+        ({"setpo_lambda": float("nan")}, "setpo_lambda must be finite"),
+        ({"setpo_lambda": float("inf")}, "setpo_lambda must be finite"),
+        ({"setpo_lambda": "0.1"}, "setpo_lambda must be a number"),
+        ({"setpo_lambda": True}, "setpo_lambda must be a number"),
+        ({"setpo_shaping": "neglog"}, "unknown setpo_shaping 'neglog'"),
+        ({"setpo_embedder": ""}, "setpo_embedder must be a non-empty spec"),
+        ({"setpo_embedder": None}, "setpo_embedder must be a non-empty spec"),
+        ({"setpo_embed_field": "prompt"}, "unknown setpo_embed_field 'prompt'"),
+        ({"setpo_embedder": "policy", "setpo_embed_field": "prompt+completion"}, "needs a text embedder"),
+        ({"setpo_embed_batch_size": 0}, "setpo_embed_batch_size must be an integer >= 1"),
+        ({"setpo_embed_max_length": 0}, "setpo_embed_max_length must be None or an integer >= 1"),
+        ({"num_generations_eval": 2}, "num_generations_eval=2: SetPO needs at least 3"),
+    ],
+)
+def test_bad_setpo_values_raise_clear_errors(tmp_path, kw, match):
+    with pytest.raises(ValueError, match=match):
+        make(tmp_path, **kw)
+
+
+@pytest.mark.parametrize("G", [1, 2])
+def test_small_groups_are_refused_with_the_reason(tmp_path, G):
+    with pytest.raises(ValueError, match=r"num_generations=\d: SetPO needs at least 3 .*G >= 3"):
+        SetPOConfig(output_dir=str(tmp_path), num_generations=G, per_device_train_batch_size=4, **CPU)
+
+
+def test_registered_shapings_are_accepted(tmp_path):
+    assert make(tmp_path, setpo_shaping="linear").setpo_shaping == "linear"
+    assert make(tmp_path, setpo_lambda=0).setpo_lambda == 0.0  # int accepted, stored as float
+
+
+def test_trl_validation_still_runs(tmp_path):
+    # GRPOConfig's own check: the generation batch must hold whole groups.
+    with pytest.raises(ValueError, match="divisible by num_generations"):
+        SetPOConfig(output_dir=str(tmp_path), num_generations=3, per_device_train_batch_size=4, **CPU)
+
+
+# -- presets ---------------------------------------------------------------------------------------------------
+
+
+def test_available_presets_lists_every_table():
+    names = available_presets()
+    assert names == SetPOConfig.available_presets() == sorted(PRESETS)
+    for prefix in ("table4_grpo", "table5_gspo", "table6_dapo", "table7_grpo_32b", "table8_countdown"):
+        assert any(n.startswith(prefix) for n in names), prefix
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        # Table 4: GRPO, lr 3e-6, KL 1e-4, G 6, temp 0.9, clip 0.2, 756 tokens, lambda 0.05, batch 64 prompts.
+        (
+            "table4_grpo_1.5b",
+            dict(learning_rate=3e-6, beta=1e-4, num_generations=6, temperature=0.9, epsilon=0.2, epsilon_high=None,
+                 max_completion_length=756, setpo_lambda=0.05, loss_type="grpo", importance_sampling_level="token",
+                 generation_batch_size=384, num_train_epochs=2),
+        ),
+        # Table 5: GSPO = sequence-level importance ratio, clip 3e-4 / 4e-4, lr 1e-6, lambda 0.1.
+        (
+            "table5_gspo_7b",
+            dict(learning_rate=1e-6, beta=1e-4, num_generations=6, temperature=0.9, epsilon=3e-4, epsilon_high=4e-4,
+                 max_completion_length=756, setpo_lambda=0.1, importance_sampling_level="sequence", loss_type="grpo"),
+        ),
+        # Table 6: DAPO = token-level loss over the batch + clip-higher 0.28, lambda 0.2.
+        (
+            "table6_dapo_1.5b",
+            dict(learning_rate=1e-6, beta=1e-4, epsilon=0.2, epsilon_high=0.28, loss_type="dapo", setpo_lambda=0.2,
+                 importance_sampling_level="token"),
+        ),
+        # Table 7: 32B, KL 1e-3, 15 epochs, temp 1.0, 4096 tokens, batch 1024 prompts, lambda 0.1.
+        (
+            "table7_grpo_32b",
+            dict(learning_rate=1e-6, beta=1e-3, num_train_epochs=15, temperature=1.0, max_completion_length=4096,
+                 generation_batch_size=6144, setpo_lambda=0.1),
+        ),
+        # Table 8: Countdown, G 3 or 7, KL 1e-3 (also 5e-3), temp 1.0, 2048 tokens, batch 128, lambda 0.5.
+        ("table8_countdown_g3", dict(num_generations=3, beta=1e-3, generation_batch_size=384, setpo_lambda=0.5)),
+        ("table8_countdown_g7_kl5e-3", dict(num_generations=7, beta=5e-3, generation_batch_size=896, temperature=1.0)),
+    ],
+)  # fmt: skip
+def test_presets_carry_the_paper_values(tmp_path, name, expected):
+    c = SetPOConfig.from_preset(name, output_dir=str(tmp_path), **CPU)
+    for key, value in expected.items():
+        got = getattr(c, key)
+        assert got == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key
+
+
+def test_setpo_presets_use_the_paper_embedder_and_kernel():
+    for name, p in PRESETS.items():
+        if p.values["setpo_lambda"] > 0:
+            assert p.values["setpo_embedder"] == "Qwen/Qwen3-Embedding-0.6B", name
+            assert p.values["setpo_shaping"] == "neglog1p" and p.values["setpo_kernel_clamp"] is True, name
+
+
+def test_preset_overrides_apply_on_top(tmp_path):
+    c = SetPOConfig.from_preset("table4_grpo_1.5b", output_dir=str(tmp_path), setpo_lambda=0.0, **CPU)
+    assert c.setpo_lambda == 0.0 and c.learning_rate == 3e-6  # the GRPO baseline of the same row
+    assert c.output_dir == str(tmp_path)
+
+
+def test_steps_per_generation_override_replaces_the_generation_batch(tmp_path):
+    c = SetPOConfig.from_preset(
+        "table4_grpo_1.5b", output_dir=str(tmp_path), steps_per_generation=2, per_device_train_batch_size=6, **CPU
+    )
+    assert c.steps_per_generation == 2 and c.generation_batch_size == 12
+
+
+def test_unknown_preset_and_unknown_field_are_named(tmp_path):
+    with pytest.raises(ValueError, match="unknown preset 'table9'.*table4_grpo_1.5b"):
+        SetPOConfig.from_preset("table9", output_dir=str(tmp_path))
+    with pytest.raises(ValueError, match=r"unknown SetPOConfig field\(s\): \['setpo_lamda'\]"):
+        SetPOConfig.from_preset("table4_grpo_1.5b", output_dir=str(tmp_path), setpo_lamda=0.1)
+    with pytest.raises(ValueError, match="unknown preset"):
+        get_preset("nope")
+
+
+def test_preset_keys_are_config_fields():
+    fields = {f.name for f in dataclasses.fields(SetPOConfig)}
+    for p in PRESETS.values():
+        assert set(p.values) <= fields, p.name
+
+
+# -- YAML mirrors ----------------------------------------------------------------------------------------------
+
+
+def test_every_preset_has_an_identical_yaml_file():
+    files = sorted(p.stem for p in (ROOT / "configs" / "trl").glob("*.yaml"))
+    assert files == available_presets()
+    for name in files:
+        text = (ROOT / "configs" / "trl" / f"{name}.yaml").read_text()
+        assert text == preset_to_yaml(name), f"configs/trl/{name}.yaml is out of date"
+        assert yaml.safe_load(text) == get_preset(name).values
+
+
+def test_from_yaml_equals_from_preset(tmp_path):
+    for name in ("table5_gspo_1.5b", "table8_countdown_g7"):
+        a = SetPOConfig.from_yaml(ROOT / "configs" / "trl" / f"{name}.yaml", output_dir=str(tmp_path), **CPU)
+        b = SetPOConfig.from_preset(name, output_dir=str(tmp_path), **CPU)
+        assert a.to_dict() == b.to_dict()
+
+
+def test_from_yaml_rejects_non_mapping_and_unknown_keys(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- 1\n- 2\n")
+    with pytest.raises(ValueError, match="must hold a mapping"):
+        SetPOConfig.from_yaml(bad, output_dir=str(tmp_path))
+    bad.write_text("setpo_lambda: 0.1\nnot_a_field: 3\n")
+    with pytest.raises(ValueError, match="not_a_field"):
+        SetPOConfig.from_yaml(bad, output_dir=str(tmp_path))
+
+
+def test_command_line_parsing(tmp_path):
+    from transformers import HfArgumentParser
+
+    argv = ["--output_dir", str(tmp_path), "--setpo_lambda", "0.3", "--setpo_embedder", "hashed"]
+    argv += ["--setpo_kernel_clamp", "False", "--setpo_embed_max_length", "64", "--num_generations", "4"]
+    argv += ["--per_device_train_batch_size", "4", "--use_cpu", "True", "--bf16", "False"]
+    (c,) = HfArgumentParser(SetPOConfig).parse_args_into_dataclasses(argv)
+    assert (c.setpo_lambda, c.setpo_embedder, c.setpo_kernel_clamp, c.setpo_embed_max_length) == (
+        0.3,
+        "hashed",
+        False,
+        64,
+    )
+    with pytest.raises(ValueError, match="setpo_lambda must be finite and >= 0"):
+        HfArgumentParser(SetPOConfig).parse_args_into_dataclasses(argv + ["--setpo_lambda", "-1"])

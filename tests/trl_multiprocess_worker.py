@@ -1,0 +1,104 @@
+"""One rank of a 2-process CPU SetPOTrainer run (started by tests/test_trl_multiprocess.py via ``accelerate launch``).
+
+Usage: accelerate launch --cpu --num_processes 2 tests/trl_multiprocess_worker.py MODEL_DIR OUT_DIR
+Each rank runs one generation step and writes ``rank{R}.json``: its local completions, base advantages A_bar,
+final advantages, rewards of the gathered batch and the credits it computed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+from datasets import Dataset  # noqa: E402
+
+from setpo.integrations.trl import SetPOConfig, SetPOTrainer, gapo_reward_func  # noqa: E402
+from setpo.tiny import load_tiny  # noqa: E402
+
+G = 4
+PER_DEVICE = 6  # 2 ranks x 6 rows = 12 rows = 3 groups of 4; the middle group straddles the two ranks
+LAMBDA = 0.7
+VALID = list("abcdefghijklmnopqrstuvwxyz")
+
+
+def first_char(text: str) -> str | None:
+    return text[:1] or None
+
+
+def length_reward(completions, **kwargs) -> list[float]:
+    return [float(len(set(c))) for c in completions]
+
+
+def main(model_dir: str, out_dir: str) -> None:
+    torch.set_num_threads(1)
+    model, tokenizer = load_tiny(model_dir)
+    prompts = ["ab", "cd", "ef"]  # 3 prompts x G = 12 rows
+    ds = Dataset.from_dict({"prompt": prompts, "valid_answers": [VALID] * len(prompts)})
+    args = SetPOConfig(
+        output_dir=os.path.join(out_dir, "trainer"),
+        max_steps=1,
+        per_device_train_batch_size=PER_DEVICE,
+        num_generations=G,
+        max_completion_length=6,
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        save_strategy="no",
+        logging_steps=1,
+        learning_rate=1e-3,
+        setpo_lambda=LAMBDA,
+        setpo_embedder="hashed",
+        setpo_kernel_clamp=False,  # random character strings rarely have positive cosine; keep credits non-zero
+        shuffle_dataset=False,
+        seed=7,
+    )
+    records: list[dict] = []
+
+    class Recording(SetPOTrainer):
+        def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+            self.local_completions = list(completions)  # this rank's rows, before any gathering
+            return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+
+        def _generate_and_score_completions(self, inputs):
+            out = super()._generate_and_score_completions(inputs)
+            records.append(
+                {
+                    "completions": self.local_completions,
+                    "advantages": out["advantages"].tolist(),
+                    "gathered_completions": list(self._logs["completion"])[-PER_DEVICE * 2 :],
+                    "gapo_rewards": list(self._logs["rewards"]["gapo"])[-PER_DEVICE * 2 :],
+                    "length_rewards": list(self._logs["rewards"]["length_reward"])[-PER_DEVICE * 2 :],
+                    "credits_all": self.setpo_last_credits.all.tolist(),
+                    "credits_local": self.setpo_last_credits.local.tolist(),
+                }
+            )
+            return out
+
+    trainer = Recording(
+        model=model,
+        reward_funcs=[length_reward, gapo_reward_func(first_char, valid_set_key="valid_answers")],
+        args=args,
+        train_dataset=ds,
+        processing_class=tokenizer,
+    )
+    trainer.train()
+    rank = trainer.accelerator.process_index
+    record = {
+        "rank": rank,
+        "world_size": trainer.accelerator.num_processes,
+        "G": G,
+        "lambda": LAMBDA,
+        "reward_weights": trainer.reward_weights.tolist(),
+        **records[0],
+    }
+    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
+        json.dump(record, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
