@@ -15,6 +15,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "[setup] installing setpo and its extras into $VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
   # torch in the same command as everything that depends on it, so pip keeps the CPU build.
-  "$VENV/bin/python" -m pip install -q "torch==2.13.0" -e ".[trl,plots,theory,notebooks,dev]"
+  "$VENV/bin/python" -m pip install -q "torch==2.13.0" -e ".[trl,plots,eval,theory,notebooks,dev]"
   echo "$want" >"$stamp"
 fi

@@ -1,0 +1,532 @@
+"""Tables 1-2 route without a Ray cluster: prepare data -> train with SetPOTrainer (TRL) -> sample -> verify -> tables.
+
+    python -m reproduce math_pipeline --profile cpu-smoke|quick|full [--config FILE] [--local-dir DIR]
+                                      [--seeds N] [--out DIR] [--overwrite] [--publish]
+
+For every seed and method (the base model, the preset's base algorithm with lambda = 0, and SetPO on top of
+it) the script trains on the prepared GSM8K parquet with a paper preset (default: Table 4, GRPO, 1.5B), then
+samples n completions per benchmark problem, checks them with math-verify and reports Avg@n (= Pass@1) and
+unbiased pass@k. Written under the run folder: data/ (verl parquet), models/, eval/<method>_s<seed>/
+(generations JSONL + results JSON per benchmark), tables/pass1.md|csv and passk.md (measured beside the
+paper's Table 1/2 numbers, with the run's scale stated), figures/passk.png|csv and train_curves.png|csv.
+
+Profiles: cpu-smoke and quick run a tiny random model (setpo.tiny) on a handful of real problems from local
+benchmark copies (--local-dir): they test the plumbing and say nothing about accuracy. full is the paper's
+scale (Qwen2.5-Math-1.5B, the whole GSM8K train split from the Hub, n = 64, 5 seeds) and needs GPUs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from tqdm.auto import tqdm
+
+from reproduce.common import RunDir, save_figure, write_json
+from setpo.data import DatasetUnavailableError, get_spec, prepare_split, read_prepared
+from setpo.eval import (
+    PAPER_COLUMNS,
+    REPORTED,
+    HFGenerator,
+    MathVerifier,
+    SamplingConfig,
+    evaluate_benchmark,
+    make_generator,
+    math_accuracy_reward,
+    math_checker,
+    pass1_table,
+    pass_at_k_table,
+)
+
+NAME = "math_pipeline"
+METHODS = ("base", "baseline", "setpo")
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "math"
+
+
+@dataclass
+class MathPipelineConfig:
+    """One pipeline run. ``model="tiny"`` builds a setpo.tiny model from ``tiny`` (TinyModelConfig fields).
+
+    ``train_overrides`` are SetPOConfig fields applied on top of ``preset``; ``methods`` is a subset of
+    base (no training), baseline (preset with setpo_lambda = 0) and setpo (the preset as is).
+    When the training split is also evaluated, evaluation uses the rows after the ``train_limit`` training rows.
+    """
+
+    model: str = "tiny"
+    tiny: dict[str, Any] = field(default_factory=dict)
+    preset: str = "table4_grpo_1.5b"
+    methods: tuple[str, ...] = METHODS
+    train_dataset: str = "gsm8k"
+    train_split: str = "train"
+    train_limit: int | None = None
+    train_overrides: dict[str, Any] = field(default_factory=dict)
+    eval_benchmarks: tuple[str, ...] = PAPER_COLUMNS
+    eval_limit: int | None = None
+    n: int = 64
+    n_overrides: dict[str, int] = field(default_factory=lambda: {"college_math": 16})  # paper: College Avg@16
+    temperature: float = 0.5
+    top_p: float = 0.9
+    max_new_tokens: int = 3072
+    gen_batch_size: int = 64
+    backend: str = "auto"
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    verify_workers: int = 0
+    require_boxed: bool = False  # True: score only the last \\boxed{} (default: math-verify's own extraction)
+
+    def __post_init__(self):
+        self.methods, self.seeds = tuple(self.methods), tuple(self.seeds)
+        self.eval_benchmarks = tuple(self.eval_benchmarks)
+        bad = [m for m in self.methods if m not in METHODS]
+        if bad or not self.methods:
+            raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {self.methods}")
+        for b in (*self.eval_benchmarks, self.train_dataset):
+            get_spec(b)  # raises on an unknown dataset name
+        if self.train_split not in get_spec(self.train_dataset).splits:
+            raise ValueError(f"{self.train_dataset} has no split {self.train_split!r}")
+        if not self.seeds or any(not isinstance(s, int) or s < 0 for s in self.seeds):
+            raise ValueError(f"seeds must be non-negative integers, got {self.seeds}")
+        for name in ("train_limit", "eval_limit"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or v < 1):
+                raise ValueError(f"{name} must be None or a positive integer, got {v!r}")
+        if self.backend not in ("auto", "hf", "vllm"):
+            raise ValueError(f"backend must be auto, hf or vllm, got {self.backend!r}")
+        base_algorithm(self.preset)
+        SamplingConfig(self.n, self.temperature, self.top_p, self.max_new_tokens, self.gen_batch_size)  # validates
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> MathPipelineConfig:
+        """Config from a YAML mapping of the fields above (unknown keys are an error)."""
+        values = yaml.safe_load(Path(path).read_text()) or {}
+        if not isinstance(values, dict):
+            raise ValueError(f"{path} must hold a mapping of config fields")
+        unknown = sorted(set(values) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise ValueError(f"{path}: unknown math pipeline field(s) {unknown}")
+        return cls(**values)
+
+    def to_yaml(self) -> str:
+        """YAML text of this config (lists for tuples); `from_yaml` reads it back to an equal config."""
+        d = asdict(self)
+        return yaml.safe_dump({k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}, sort_keys=False)
+
+
+def base_algorithm(preset: str) -> str:
+    """GRPO / GSPO / DAPO: the base method a math preset trains (its setpo_lambda = 0 row)."""
+    from setpo.integrations.trl import get_preset
+
+    p = get_preset(preset)
+    algo = p.name.split("_")[1].upper() if p.name.startswith("table") else ""
+    if algo not in ("GRPO", "GSPO", "DAPO") or "countdown" in p.name:
+        raise ValueError(f"preset {preset!r} is not a math preset (use table4_*, table5_*, table6_* or table7_*)")
+    return algo
+
+
+def method_label(method: str, preset: str) -> str:
+    """The row name used in the paper's tables."""
+    algo = base_algorithm(preset)
+    return {"base": "base model", "baseline": algo, "setpo": f"SetPO+{algo}"}[method]
+
+
+_TINY = {"family": "qwen2", "hidden_size": 64, "num_layers": 2, "num_heads": 4, "max_position_embeddings": 2048}
+_CPU_TRAIN = {
+    "per_device_train_batch_size": 6,
+    "generation_batch_size": 6,
+    "max_completion_length": 16,
+    "max_steps": 2,
+    "logging_steps": 1,
+    "save_strategy": "no",
+    "report_to": "none",
+    "use_cpu": True,
+    "bf16": False,
+    "gradient_checkpointing": False,
+    "setpo_embedder": "hashed",
+}
+PROFILES: dict[str, MathPipelineConfig] = {
+    # Plumbing check in well under a minute on 2 CPU cores (the test runs it).
+    "cpu-smoke": MathPipelineConfig(
+        model="tiny",
+        tiny=_TINY,
+        methods=("baseline", "setpo"),
+        train_split="test",
+        train_limit=4,
+        train_overrides=_CPU_TRAIN,
+        eval_limit=2,
+        n=4,
+        n_overrides={},
+        max_new_tokens=16,
+        gen_batch_size=32,
+        backend="hf",
+        seeds=(0,),
+    ),
+    # What the main job runs on 2 CPU cores: all three methods, the offline MiniLM embedder, pass@k up to 8.
+    "quick": MathPipelineConfig(
+        model="tiny",
+        tiny=_TINY,
+        train_split="test",
+        train_limit=16,
+        train_overrides={
+            **_CPU_TRAIN,
+            "per_device_train_batch_size": 12,
+            "generation_batch_size": 12,
+            "max_completion_length": 24,
+            "max_steps": 4,
+            "setpo_embedder": "minilm",
+        },
+        eval_limit=4,
+        n=8,
+        n_overrides={},
+        max_new_tokens=24,
+        backend="hf",
+        seeds=(0,),
+    ),
+    # The paper's scale (Table 2 row pairs): GPUs, Hub access and days of compute.
+    "full": MathPipelineConfig(
+        model="Qwen/Qwen2.5-Math-1.5B",
+        preset="table4_grpo_1.5b",
+        train_split="train",
+        train_overrides={
+            "per_device_train_batch_size": 12,
+            "gradient_accumulation_steps": 32,
+            "bf16": True,
+            "gradient_checkpointing": True,
+            "logging_steps": 1,
+            "save_strategy": "steps",
+            "save_steps": 50,
+            "report_to": "none",
+        },
+        eval_benchmarks=(*PAPER_COLUMNS, "olympiadbench"),
+        n=64,
+        max_new_tokens=3072,
+        backend="auto",
+        seeds=(0, 1, 2, 3, 4),
+        verify_workers=8,
+    ),
+}
+
+
+# -- steps ------------------------------------------------------------------------------------------------------
+
+
+def _prepare(run: RunDir, cfg: MathPipelineConfig, local_dir: str | None, use_hub: bool) -> dict:
+    if run.done("prepare"):
+        return run.load("prepare")
+    data = run.path / "data"
+    train = prepare_split(cfg.train_dataset, cfg.train_split, data, local_dir, use_hub=use_hub)
+    available, missing = {}, {}
+    for b in tqdm(cfg.eval_benchmarks, desc="prepare", leave=False):
+        try:
+            available[b] = prepare_split(b, "test", data, local_dir, use_hub=use_hub)["path"]
+        except DatasetUnavailableError as e:
+            missing[b] = str(e)
+    if not available:
+        raise DatasetUnavailableError("no evaluation benchmark could be loaded: " + "; ".join(missing.values()))
+    result = {"train": train["path"], "available": available, "missing": missing}
+    run.save("prepare", result)
+    return result
+
+
+def _train_rows(run: RunDir, cfg: MathPipelineConfig, prep: dict) -> list[dict]:
+    rows = read_prepared(run.path / "data" / prep["train"])
+    return rows[: cfg.train_limit] if cfg.train_limit else rows
+
+
+def _eval_rows(run: RunDir, cfg: MathPipelineConfig, prep: dict, bench: str) -> list[dict]:
+    rows = read_prepared(run.path / "data" / prep["available"][bench])
+    start = 0
+    if bench == cfg.train_dataset and cfg.train_split == "test":
+        start = cfg.train_limit or len(rows)  # never evaluate on the training problems
+    rows = rows[start:]
+    rows = rows[: cfg.eval_limit] if cfg.eval_limit else rows
+    if not rows:
+        raise ValueError(f"{bench}: no evaluation rows left after the {start} training rows")
+    return rows
+
+
+def _base_model(run: RunDir, cfg: MathPipelineConfig) -> str:
+    if cfg.model != "tiny":
+        return cfg.model
+    if not run.done("base_model"):
+        from setpo.tiny import build_tiny_model
+
+        path = build_tiny_model(run.path / "models" / "base", overwrite=True, **cfg.tiny)
+        run.save("base_model", {"path": str(path)})
+    return run.load("base_model")["path"]
+
+
+def _load_model(cfg: MathPipelineConfig, path: str):
+    if cfg.model == "tiny":
+        from setpo.tiny import load_tiny
+
+        return load_tiny(path)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return AutoModelForCausalLM.from_pretrained(path, dtype="auto"), AutoTokenizer.from_pretrained(path)
+
+
+def _numbers(d: dict) -> dict:
+    return {k: v for k, v in d.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def _train(run: RunDir, cfg: MathPipelineConfig, method: str, seed: int, base: str, train_rows: list[dict]) -> dict:
+    step = f"train_{method}_s{seed}"
+    if run.done(step):
+        return run.load(step)
+    from datasets import Dataset
+
+    from setpo.integrations.trl import SetPOConfig, SetPOTrainer
+
+    out = run.path / "models" / f"{method}_s{seed}"
+    overrides = {**cfg.train_overrides, "seed": seed}
+    if method == "baseline":
+        overrides["setpo_lambda"] = 0.0
+    args = SetPOConfig.from_preset(cfg.preset, output_dir=str(out / "trainer"), **overrides)
+    model, tok = _load_model(cfg, base)
+    trainer = SetPOTrainer(
+        model,
+        reward_funcs=[math_accuracy_reward],
+        args=args,
+        train_dataset=Dataset.from_list(train_rows),
+        processing_class=tok,
+    )
+    has_ckpt = any((out / "trainer").glob("checkpoint-*"))
+    t0 = time.perf_counter()
+    trainer.train(resume_from_checkpoint=True if has_ckpt else None)
+    trainer.save_model(str(out / "final"))
+    tok.save_pretrained(str(out / "final"))
+    if cfg.model == "tiny":  # marks the folder as a setpo.tiny model for `python -m setpo.eval`
+        from setpo.tiny.model import META_FILE
+
+        shutil.copy2(Path(base) / META_FILE, out / "final" / META_FILE)
+    result = {
+        "model_dir": str(out / "final"),
+        "setpo_lambda": args.setpo_lambda,
+        "steps": trainer.state.global_step,
+        "train_wall_s": time.perf_counter() - t0,
+        "log_history": [_numbers(h) for h in trainer.state.log_history],
+    }
+    run.save(step, result)
+    return result
+
+
+def _evaluate(run: RunDir, cfg: MathPipelineConfig, prep: dict, method: str, seed: int, model_dir: str) -> dict:
+    step = f"eval_{method}_s{seed}"
+    if run.done(step):
+        return run.load(step)
+    results = {}
+    model = tok = None
+    for bench in tqdm(prep["available"], desc=f"eval {method} s{seed}", leave=False):
+        sampling = SamplingConfig(
+            n=cfg.n_overrides.get(bench, cfg.n),
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            max_new_tokens=cfg.max_new_tokens,
+            batch_size=cfg.gen_batch_size,
+            seed=seed,
+        )
+        if cfg.model == "tiny" or cfg.backend == "hf":
+            if model is None:
+                model, tok = _load_model(cfg, model_dir)
+            generate = HFGenerator(model, tok, sampling)
+        else:
+            generate = make_generator(model_dir, sampling, backend=cfg.backend)
+        res = evaluate_benchmark(
+            bench,
+            _eval_rows(run, cfg, prep, bench),
+            generate,
+            run.path / "eval" / f"{method}_s{seed}",
+            config={"model_dir": model_dir, "sampling": asdict(sampling)},
+            checker=math_checker(MathVerifier(require_boxed=cfg.require_boxed), workers=cfg.verify_workers),
+        )
+        results[bench] = {k: v for k, v in res.items() if k != "config"}
+    run.save(step, results)
+    return results
+
+
+# -- report -----------------------------------------------------------------------------------------------------
+
+
+def _scale(cfg: MathPipelineConfig, prep: dict, trained: dict, n_train: int) -> str:
+    steps = sorted({t["steps"] for t in trained.values()})
+    ov = cfg.train_overrides
+    G = ov.get("num_generations") or _preset_value(cfg.preset, "num_generations")
+    gen_batch = ov.get("generation_batch_size") or _preset_value(cfg.preset, "generation_batch_size")
+    if cfg.model == "tiny":
+        from setpo.tiny import TinyModelConfig
+
+        t = TinyModelConfig(**cfg.tiny)
+        model = f"a tiny random {t.family} model ({t.num_layers} layers, width {t.hidden_size}, character tokenizer)"
+    else:
+        model = cfg.model
+    n_eval = prep["counts"]
+    missing = f"; not evaluated (not available): {', '.join(prep['missing'])}" if prep["missing"] else ""
+    text = (
+        f"{model}; preset {cfg.preset} with overrides {ov or 'none'}; {'/'.join(map(str, steps)) or 0} RL steps of "
+        f"{gen_batch} completions (G={G}) on {n_train} {cfg.train_dataset}/{cfg.train_split} problems; "
+        f"evaluation: {n_eval} problems, n={cfg.n} samples, T={cfg.temperature}, top-p={cfg.top_p}, "
+        f"max {cfg.max_new_tokens} new tokens; seeds {list(cfg.seeds)}{missing}"
+    )
+    if cfg.model == "tiny":
+        text += ". Plumbing run: these numbers test the pipeline, not the method"
+    return text
+
+
+def _preset_value(preset: str, key: str):
+    from setpo.integrations.trl import get_preset
+
+    return get_preset(preset).values.get(key)
+
+
+def _report(run: RunDir, cfg: MathPipelineConfig, evals: dict, trained: dict, scale: str) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    labels = {m: method_label(m, cfg.preset) for m in cfg.methods}
+    colour = {labels[m]: f"C{i}" for i, m in enumerate(cfg.methods)}  # one colour per method in every panel
+    benches = list(next(iter(evals.values())))
+    pass1, passk_rows, passk = {}, [], {}
+    for m in cfg.methods:
+        per_seed = [evals[(m, s)] for s in cfg.seeds]
+        pass1[labels[m]] = {b: 100 * sum(r[b]["avg@n"] for r in per_seed) / len(per_seed) for b in benches}
+        passk[labels[m]] = {}
+        for b in benches:
+            ks = list(per_seed[0][b]["pass@k"])
+            mean = {k: sum(r[b]["pass@k"][k] for r in per_seed) / len(per_seed) for k in ks}
+            passk[labels[m]][b] = {"n": per_seed[0][b]["n"], "pass@k": mean}
+            passk_rows += [
+                {"method": labels[m], "benchmark": b, "k": int(k), "pass_at_k": v, "seeds": len(per_seed)}
+                for k, v in mean.items()
+            ]
+    reported = get_preset_model(cfg.preset)
+    tables = run.path / "tables"
+    tables.mkdir(exist_ok=True)
+    (tables / "pass1.md").write_text(pass1_table(pass1, scale, reported_model=reported))
+    pd.DataFrame([{"method": m, **row} for m, row in pass1.items()]).to_csv(tables / "pass1.csv", index=False)
+    (tables / "passk.md").write_text(pass_at_k_table(passk, scale))
+
+    df = pd.DataFrame(passk_rows)
+    fig, axes = plt.subplots(1, len(benches), figsize=(3.2 * len(benches), 3), squeeze=False)
+    for ax, b in zip(axes[0], benches):
+        for label, sub in df[df.benchmark == b].groupby("method", sort=False):
+            ax.plot(sub.k, 100 * sub.pass_at_k, marker="o", label=label, color=colour[label])
+        ax.set_xscale("log", base=2)
+        ax.set_title(b)
+        ax.set_xlabel("k")
+    axes[0][0].set_ylabel("pass@k (%)")
+    axes[0][-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.suptitle("Measured pass@k (see tables/pass1.md for the run's scale)", fontsize=8)
+    passk_png = save_figure(fig, run.path / "figures" / "passk", df)
+    plt.close(fig)
+
+    curves = [
+        {"method": labels[m], "seed": s, "step": h["step"], "metric": key, "value": h[key]}
+        for (m, s), t in trained.items()
+        for h in t["log_history"]
+        if "step" in h
+        for key in ("reward", "setpo/diversity", "loss")
+        if key in h
+    ]
+    curves_df = pd.DataFrame(curves, columns=["method", "seed", "step", "metric", "value"])
+    fig, axes = plt.subplots(1, 3, figsize=(10, 3))
+    for ax, key in zip(axes, ("reward", "setpo/diversity", "loss")):
+        for (label, seed), sub in curves_df[curves_df.metric == key].groupby(["method", "seed"], sort=False):
+            ax.plot(sub.step, sub.value, marker=".", label=f"{label} s{seed}", color=colour[label])
+        ax.set_title(key)
+        ax.set_xlabel("RL step")
+    if not curves_df.empty:
+        axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    curves_png = save_figure(fig, run.path / "figures" / "train_curves", curves_df)
+    plt.close(fig)
+    write_json(run.path / "results.json", {"scale": scale, "pass1_percent": pass1, "passk": passk})
+    return [tables / "pass1.md", tables / "pass1.csv", tables / "passk.md", passk_png, curves_png]
+
+
+def get_preset_model(preset: str) -> str | None:
+    """The paper table (by model name) whose rows correspond to this preset, if any."""
+    from setpo.integrations.trl import get_preset
+
+    name = get_preset(preset).model.split("/")[-1]
+    return name if name in REPORTED else None
+
+
+def publish(files: list[Path], name: str = NAME, root: Path | None = None) -> Path:
+    """Copy finished figures/tables (and the data beside each figure) into <root>/paper_figures/<name>/."""
+    dest = (root or Path(__file__).resolve().parent.parent) / "paper_figures" / name
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        for sib in [f] + [f.with_suffix(s) for s in (".csv", ".json") if f.suffix == ".png"]:
+            if sib.exists():
+                shutil.copy2(sib, dest / sib.name)
+    return dest
+
+
+def run_pipeline(
+    cfg: MathPipelineConfig,
+    out: Path,
+    local_dir: str | None = None,
+    use_hub: bool = True,
+    overwrite: bool = False,
+    profile: str = "custom",
+) -> tuple[RunDir, list[Path]]:
+    """Every step of the pipeline (each finished step is skipped on a rerun); returns the run and its outputs."""
+    local = None if local_dir is None else str(Path(local_dir).resolve())
+    run = RunDir(out, {"profile": profile, "pipeline": asdict(cfg), "local_dir": local, "use_hub": use_hub}, overwrite)
+    prep = _prepare(run, cfg, local, use_hub)
+    prep["counts"] = {b: len(_eval_rows(run, cfg, prep, b)) for b in prep["available"]}
+    train_rows = _train_rows(run, cfg, prep)
+    base = _base_model(run, cfg)
+    evals, trained = {}, {}
+    jobs = [(s, m) for s in cfg.seeds for m in cfg.methods]
+    for seed, method in tqdm(jobs, desc=f"{NAME} ({profile})", unit="run"):
+        model_dir = base
+        if method != "base":
+            trained[(method, seed)] = _train(run, cfg, method, seed, base, train_rows)
+            model_dir = trained[(method, seed)]["model_dir"]
+        evals[(method, seed)] = _evaluate(run, cfg, prep, method, seed, model_dir)
+    scale = _scale(cfg, prep, trained, len(train_rows))
+    return run, _report(run, cfg, evals, trained, scale)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
+    p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
+    p.add_argument("--config", type=Path, default=None, help="YAML config (configs/math/*.yaml) instead of a profile")
+    p.add_argument("--out", type=Path, default=None, help="run folder (default runs/math_pipeline/<profile>)")
+    p.add_argument("--local-dir", default=None, help="folder of local dataset copies (<name>/<split>.jsonl)")
+    p.add_argument("--no-hub", action="store_true", help="never contact the Hugging Face Hub")
+    p.add_argument("--seeds", type=int, default=None, help="number of seeds 0..N-1 (default: the profile's)")
+    p.add_argument("--overwrite", action="store_true", help="replace a run folder holding a different config")
+    p.add_argument("--publish", action="store_true", help=f"copy tables and figures to paper_figures/{NAME}/")
+    args = p.parse_args(argv)
+
+    cfg = MathPipelineConfig.from_yaml(args.config) if args.config else dataclasses.replace(PROFILES[args.profile])
+    profile = args.config.stem if args.config else args.profile
+    if args.seeds is not None:
+        if args.seeds < 1:
+            p.error("--seeds must be >= 1")
+        cfg = dataclasses.replace(cfg, seeds=tuple(range(args.seeds)))
+    out = args.out or Path("runs") / NAME / profile
+    t0 = time.perf_counter()
+    run, files = run_pipeline(cfg, out, args.local_dir, not args.no_hub, args.overwrite, profile)
+    wall = time.perf_counter() - t0
+    write_json(run.path / "timing.json", {"wall_s_this_call": wall})
+    print((run.path / "tables" / "pass1.md").read_text())
+    print(f"wall time {wall:.1f} s; results in {run.path}")
+    if args.publish:
+        print(f"published to {publish(files)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,166 @@
+"""Sampling n completions per prompt: vLLM when installed, transformers `generate` otherwise.
+
+Defaults follow the paper's evaluation (Sec. 5): temperature 0.5, top-p 0.9, n = 64 samples per problem.
+The vLLM path is written against vLLM's `LLM` / `SamplingParams` API; it is not exercised by the CPU tests.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal, Sequence
+
+import torch
+from tqdm.auto import tqdm
+
+Messages = list[dict[str, str]]
+Generator = Callable[[Sequence[Messages]], list[list[str]]]
+
+
+@dataclass
+class SamplingConfig:
+    """How completions are sampled. ``max_new_tokens`` for evaluation is not stated in the paper (training used 756)."""
+
+    n: int = 64
+    temperature: float = 0.5
+    top_p: float = 0.9
+    max_new_tokens: int = 3072
+    batch_size: int = 64  # sequences per `generate` call (transformers backend)
+    seed: int = 0
+    use_chat_template: bool = True
+
+    def __post_init__(self):
+        if not isinstance(self.n, int) or self.n < 1:
+            raise ValueError(f"n must be a positive integer, got {self.n!r}")
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_new_tokens < 1 or self.batch_size < 1:
+            raise ValueError("max_new_tokens and batch_size must be positive")
+
+
+def render_prompt(tokenizer, messages: Messages | str, use_chat_template: bool = True) -> str:
+    """Prompt text: the tokenizer's chat template (with generation prompt) when it has one, else the raw contents."""
+    if isinstance(messages, str):
+        return messages
+    if not isinstance(messages, (list, tuple)) or not all(isinstance(m, dict) and "content" in m for m in messages):
+        raise ValueError(f"prompt must be a string or a chat list of {{'role', 'content'}} dicts, got {messages!r:.80}")
+    if use_chat_template and getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+    return "\n".join(m["content"] for m in messages)
+
+
+class HFGenerator:
+    """Batched sampling with transformers `generate` (left padding, new tokens decoded, special tokens dropped)."""
+
+    def __init__(self, model, tokenizer, config: SamplingConfig, progress: bool = True):
+        self.model, self.tokenizer, self.config, self.progress = model, tokenizer, config, progress
+
+    @torch.no_grad()
+    def __call__(self, prompts: Sequence[Messages | str]) -> list[list[str]]:
+        cfg, tok = self.config, self.tokenizer
+        texts = [render_prompt(tok, p, cfg.use_chat_template) for p in prompts]
+        flat = [(i, t) for i, t in enumerate(texts) for _ in range(cfg.n)]
+        out: list[list[str]] = [[] for _ in texts]
+        pad_side, pad_id = tok.padding_side, tok.pad_token_id
+        tok.padding_side = "left"
+        if tok.pad_token_id is None:
+            tok.pad_token = tok.eos_token
+        device = next(self.model.parameters()).device
+        limit = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
+        if limit is not None and texts:
+            longest = max(len(tok(t, add_special_tokens=False)["input_ids"]) for t in texts)
+            if longest + cfg.max_new_tokens > limit:
+                raise ValueError(
+                    f"longest prompt ({longest} tokens) + max_new_tokens ({cfg.max_new_tokens}) exceeds the model's "
+                    f"max_position_embeddings ({limit}); lower max_new_tokens or use a model with a longer context"
+                )
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            chunks = range(0, len(flat), cfg.batch_size)
+            for c, start in enumerate(tqdm(chunks, desc="generate", disable=not self.progress, leave=False)):
+                batch = flat[start : start + cfg.batch_size]
+                enc = tok([t for _, t in batch], return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+                torch.manual_seed(cfg.seed * 1_000_003 + c)  # reproducible per chunk (sets the global RNG)
+                sampling = cfg.temperature > 0
+                gen = self.model.generate(
+                    **enc,
+                    do_sample=sampling,
+                    temperature=cfg.temperature if sampling else None,
+                    top_p=cfg.top_p if sampling else None,
+                    top_k=0 if sampling else None,  # no top-k cut (a model's generation_config may set 50)
+                    max_new_tokens=cfg.max_new_tokens,
+                    pad_token_id=tok.pad_token_id,
+                )
+                new = gen[:, enc["input_ids"].shape[1] :]
+                for (i, _), text in zip(batch, tok.batch_decode(new, skip_special_tokens=True)):
+                    out[i].append(text)
+        finally:
+            tok.padding_side = pad_side
+            if pad_id is None:
+                tok.pad_token = None
+            self.model.train(was_training)
+        return out
+
+
+class VLLMGenerator:
+    """Sampling with vLLM: one `LLM.generate` call with `SamplingParams(n=...)` over all prompts."""
+
+    def __init__(self, model_path: str, config: SamplingConfig, **llm_kwargs: Any):
+        from vllm import LLM, SamplingParams
+
+        self.config = config
+        self.llm = LLM(model=model_path, seed=config.seed, **llm_kwargs)
+        self.params = SamplingParams(
+            n=config.n,
+            temperature=config.temperature,
+            top_p=config.top_p,
+            max_tokens=config.max_new_tokens,
+            seed=config.seed,
+        )
+
+    def __call__(self, prompts: Sequence[Messages | str]) -> list[list[str]]:
+        tok = self.llm.get_tokenizer()
+        texts = [render_prompt(tok, p, self.config.use_chat_template) for p in prompts]
+        results = self.llm.generate(texts, self.params)
+        return [[o.text for o in r.outputs] for r in results]
+
+
+def vllm_available() -> bool:
+    """True when vLLM can be imported here."""
+    return importlib.util.find_spec("vllm") is not None
+
+
+def make_generator(
+    model_path: str,
+    config: SamplingConfig,
+    backend: Literal["auto", "vllm", "hf"] = "auto",
+    device: str | None = None,
+    torch_dtype: str = "auto",
+) -> Generator:
+    """A generator for the checkpoint at `model_path`: vLLM when available (backend auto), else transformers."""
+    if backend not in ("auto", "vllm", "hf"):
+        raise ValueError(f"unknown backend {backend!r}; use auto, vllm or hf")
+    if backend == "vllm" or (backend == "auto" and vllm_available()):
+        if not vllm_available():
+            raise ImportError("backend='vllm' needs vLLM installed (pip install vllm, GPU only)")
+        return VLLMGenerator(model_path, config)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from setpo.tiny.model import META_FILE, load_tiny
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if (Path(model_path) / META_FILE).is_file():  # setpo.tiny folders: AutoTokenizer would rebuild the tokenizer
+        model, tok = load_tiny(model_path, device=device)
+        return HFGenerator(model, tok, config)
+    tok = AutoTokenizer.from_pretrained(model_path)
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch_dtype)
+    return HFGenerator(model.to(device), tok, config)
+
+
+def config_dict(config: SamplingConfig) -> dict:
+    """The sampling config as a plain dict (recorded beside every result)."""
+    return asdict(config)

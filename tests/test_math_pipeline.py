@@ -1,0 +1,141 @@
+"""The single-node TRL math pipeline: configs and presets, and the cpu-smoke run end to end on real problems."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from reproduce.common import RunExistsError
+from reproduce.math_pipeline import (
+    CONFIG_DIR,
+    PROFILES,
+    MathPipelineConfig,
+    base_algorithm,
+    main,
+    method_label,
+)
+
+BENCH = Path(os.environ.get("SETPO_BENCHMARK_DIR", "/work/shared/data/benchmarks"))
+needs_bench = pytest.mark.skipif(not BENCH.is_dir(), reason=f"benchmark copies not found at {BENCH}")
+
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_profile_yaml_files_equal_the_presets(name):
+    assert MathPipelineConfig.from_yaml(CONFIG_DIR / f"{name}.yaml") == PROFILES[name]
+
+
+def test_every_config_file_loads_and_names_a_math_preset():
+    files = sorted(CONFIG_DIR.glob("*.yaml"))
+    assert len(files) >= 6
+    for f in files:
+        cfg = MathPipelineConfig.from_yaml(f)
+        assert base_algorithm(cfg.preset) in ("GRPO", "GSPO", "DAPO")
+
+
+def test_full_profile_builds_a_valid_trainer_config(tmp_path):
+    from setpo.integrations.trl import SetPOConfig
+
+    full = PROFILES["full"]
+    # bf16 needs a GPU; everything else is checked as it would be on one
+    args = SetPOConfig.from_preset(full.preset, output_dir=str(tmp_path), **{**full.train_overrides, "bf16": False})
+    assert args.per_device_train_batch_size * args.gradient_accumulation_steps == args.generation_batch_size == 64 * 6
+    assert (args.num_generations, args.setpo_lambda, args.temperature) == (6, 0.05, 0.9)  # Table 4
+    assert (full.n, full.n_overrides, full.temperature, full.top_p) == (64, {"college_math": 16}, 0.5, 0.9)
+
+
+def test_method_labels_follow_the_paper_rows():
+    assert [method_label(m, "table6_dapo_7b") for m in ("base", "baseline", "setpo")] == [
+        "base model",
+        "DAPO",
+        "SetPO+DAPO",
+    ]
+    assert method_label("setpo", "table5_gspo_1.5b") == "SetPO+GSPO"
+    with pytest.raises(ValueError, match="not a math preset"):
+        base_algorithm("table8_countdown_g3")
+
+
+def test_bad_configs_are_refused(tmp_path):
+    base = PROFILES["cpu-smoke"]
+    for bad in (
+        dict(methods=("setpo", "ppo")),
+        dict(eval_benchmarks=("gsm8k", "mmlu")),
+        dict(train_split="validation"),
+        dict(seeds=()),
+        dict(eval_limit=0),
+        dict(backend="tgi"),
+        dict(preset="table8_countdown_g7"),
+        dict(top_p=1.5),
+    ):
+        with pytest.raises(ValueError):
+            dataclasses.replace(base, **bad)
+    f = tmp_path / "x.yaml"
+    f.write_text("model: tiny\nlearning_rate: 1.0\n")
+    with pytest.raises(ValueError, match="unknown math pipeline field"):
+        MathPipelineConfig.from_yaml(f)
+
+
+@needs_bench
+@pytest.mark.slow
+def test_cpu_smoke_runs_the_whole_pipeline_and_resumes(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["--profile", "cpu-smoke", "--out", str(out), "--local-dir", str(BENCH), "--no-hub"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "| GRPO | paper | 83.0 |" in printed and "Plumbing run" in printed
+
+    cfg = PROFILES["cpu-smoke"]
+    steps = {p.stem: p.stat().st_mtime_ns for p in (out / "steps").glob("*.json")}
+    assert set(steps) == {"prepare", "base_model", "train_baseline_s0", "train_setpo_s0"} | {
+        "eval_baseline_s0",
+        "eval_setpo_s0",
+    }
+    prep = json.loads((out / "steps" / "prepare.json").read_text())
+    assert set(prep["missing"]) == {"college_math"}  # Hub-only, reported instead of faked
+
+    # training: two RL steps each; only the SetPO run computed credits
+    for method, lam in (("baseline", 0.0), ("setpo", 0.05)):
+        t = json.loads((out / "steps" / f"train_{method}_s0.json").read_text())
+        assert t["steps"] == 2 and t["setpo_lambda"] == lam
+        credit_std = [h["setpo/credit_std"] for h in t["log_history"] if "setpo/credit_std" in h]
+        assert (len(credit_std) == 2 and all(s > 0 for s in credit_std)) if lam else credit_std == []
+        assert (out / "models" / f"{method}_s0" / "final" / "model.safetensors").is_file()
+
+    # evaluation: results agree with the dumped generations; GSM8K skips the 4 training problems
+    for method in ("baseline", "setpo"):
+        for bench in prep["available"]:
+            res = json.loads((out / "eval" / f"{method}_s0" / "results" / f"{bench}.json").read_text())
+            lines = (out / "eval" / f"{method}_s0" / "generations" / f"{bench}.jsonl").read_text().splitlines()
+            dumped = [json.loads(x) for x in lines]
+            assert res["problems"] == len(dumped) == cfg.eval_limit and res["n"] == cfg.n
+            flags = [s["correct"] for d in dumped for s in d["samples"]]
+            assert len(flags) == cfg.eval_limit * cfg.n and res["avg@n"] == sum(flags) / len(flags)
+            assert list(res["pass@k"]) == ["1", "2", "4"]
+            if bench == "gsm8k":
+                assert [d["index"] for d in dumped] == [4, 5]
+
+    pass1 = (out / "tables" / "pass1.md").read_text()
+    assert pass1.startswith("Measured: a tiny random qwen2 model") and "| SetPO+GRPO | measured |" in pass1
+    for f in ("figures/passk.png", "figures/passk.csv", "figures/train_curves.png", "tables/passk.md"):
+        assert (out / f).is_file()
+
+    # a second call finds every step done; a different config in the same folder is refused
+    assert main(args) == 0
+    assert {p.stem: p.stat().st_mtime_ns for p in (out / "steps").glob("*.json")} == steps
+    with pytest.raises(RunExistsError):
+        main([*args, "--seeds", "2"])
+
+
+def test_publish_copies_tables_and_figures_with_their_data(tmp_path):
+    from reproduce.math_pipeline import publish
+
+    run = tmp_path / "run"
+    (run / "figures").mkdir(parents=True)
+    for f in ("figures/passk.png", "figures/passk.csv", "pass1.md"):
+        (run / f).write_text(f)
+    dest = publish([run / "figures" / "passk.png", run / "pass1.md"], root=tmp_path / "repo")
+    assert dest == tmp_path / "repo" / "paper_figures" / "math_pipeline"
+    assert sorted(p.name for p in dest.iterdir()) == ["pass1.md", "passk.csv", "passk.png"]
