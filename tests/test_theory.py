@@ -1,0 +1,254 @@
+"""The theory checks in quick mode (every theorem of the paper), their ability to fail, and the runner."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `theory` lives at the repository root
+
+from setpo import Shaping, influence, local_mass, loo_credits  # noqa: E402
+from theory import (  # noqa: E402
+    RESULTS,
+    Verdict,
+    cor_d6_dilution,
+    find,
+    lemma_d1_removal,
+    paper_arithmetic,
+    report,
+    thm_4_2_influence,
+    thm_4_4_anti_redundancy,
+    thm_4_5_dominance,
+    thm_c5_monotonicity,
+    thm_c7_finite_perturbation,
+    thm_c8_certified_gain,
+)
+from theory import __main__ as cli  # noqa: E402
+from theory.build_notebooks import NOTEBOOKS, build  # noqa: E402
+from theory.strategies import distributions, dominance_instances, kernels, run_property, shapings  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("result", RESULTS, ids=lambda r: r.key)
+def test_result_checks_quick(result):
+    """Every check of every result has its expected verdict; identities hold to rounding, symbolic ones exactly."""
+    records = result.run(quick=True)
+    assert records, f"{result.key} produced no checks"
+    for rec in records:
+        assert rec.ok, f"{rec.result} / {rec.check}: {rec.verdict.value} (expected {rec.expected.value}) {rec.detail}"
+        assert rec.instances > 0
+        if rec.kind == "symbolic":
+            assert rec.worst == 0
+        if rec.kind == "numeric" and rec.metric.startswith("max abs error"):
+            assert rec.worst <= 1e-12 if "1e-12" in rec.metric else rec.worst <= 1e-8
+
+
+def test_every_paper_result_is_covered():
+    labels = {a for r in RESULTS for a in r.aliases}
+    for label in (
+        "4.2",
+        "C.2",
+        "3.2",
+        "C.3",
+        "C.4",
+        "3.4",
+        "C.5",
+        "3.5",
+        "C.6",
+        "C.7",
+        "C.8",
+        "D.1",
+        "4.3",
+        "D.2",
+        "4.4",
+        "D.3",
+        "4.5",
+        "D.4",
+        "D.5",
+        "D.6",
+    ):
+        assert label in labels
+
+
+def test_counterexamples_are_verified_instances():
+    """The explicit counterexamples break their conclusion by a clear margin, not by rounding."""
+    printed = thm_c5_monotonicity.check_printed_order()
+    assert printed.verdict == Verdict.COUNTEREXAMPLE and printed.worst > 0.1  # 0.4493 - 0.3
+    curvature = thm_c5_monotonicity.check_curvature_violated()
+    assert curvature.verdict == Verdict.COUNTEREXAMPLE and curvature.worst > 0.01
+    increasing = thm_4_4_anti_redundancy.check_increasing_g()
+    assert increasing.verdict == Verdict.COUNTEREXAMPLE and increasing.worst == pytest.approx(2 / 9)
+    flat = thm_4_5_dominance.check_flat_g()
+    assert flat.verdict == Verdict.COUNTEREXAMPLE and flat.worst == 0.0
+    constant = thm_c8_certified_gain.check_constant_g()
+    assert constant.verdict == Verdict.COUNTEREXAMPLE
+
+
+# --- the checks can fail: deliberately broken inputs ------------------------------------------------------------
+
+
+def test_increasing_g_fails_anti_redundancy():
+    rec = thm_4_4_anti_redundancy.check_sign(total=64, shapings=("increasing",))
+    assert rec.verdict == Verdict.FAIL and not rec.ok and rec.worst > 0
+
+
+def test_increasing_g_fails_dominance():
+    rec = thm_4_5_dominance.check_numeric(total=64, shapings=("increasing",))
+    assert rec.verdict == Verdict.FAIL and rec.worst < 0
+
+
+def test_flat_g_fails_dilution_equivalence():
+    rec = cor_d6_dilution.check_numeric(total=64, shapings=("flat",))
+    assert rec.verdict == Verdict.FAIL and rec.worst > 0
+
+
+def test_constant_g_fails_certified_gain():
+    rec = thm_c8_certified_gain.check_numeric(total=64, shapings=("constant",))
+    assert rec.verdict == Verdict.FAIL
+
+
+WRONG_DERIVATIVE = Shaping("wrong_dg", lambda x: -torch.log1p(x), lambda x: 1.0 / (1.0 + x), lambda x: 0.0 * x)
+
+
+def test_wrong_derivative_fails_influence():
+    """A shaping whose g' has the wrong sign makes the core's influence() disagree with autograd."""
+    rec = thm_4_2_influence.check_numeric(total=64, shapings=(WRONG_DERIVATIVE,))
+    assert rec.verdict == Verdict.FAIL and rec.worst > 1e-3
+
+
+def test_zero_derivative_fails_finite_perturbation_bound():
+    """With g' reported as 0, M = 0 and the bound collapses to the main term: the check must notice."""
+    lying = Shaping("zero_dg", lambda x: -torch.log1p(x), lambda x: 0.0 * x, lambda x: 0.0 * x)
+    rec = thm_c7_finite_perturbation.check_numeric(total=64, shapings=(lying,))
+    assert rec.verdict == Verdict.FAIL and rec.worst < 0
+
+
+def test_audit_fails_when_a_known_inconsistency_disappears():
+    data = copy.deepcopy(paper_arithmetic.load())
+    row = data["tables"]["1"]["rows"]["DAPO"]
+    row[-1] = 51.5  # the Avg its cells give
+    assert paper_arithmetic.check_audit(data).verdict == Verdict.FAIL
+
+
+def test_symbolic_check_can_fail(monkeypatch):
+    """Break Lemma D.1's printed form (G-1 instead of G-2): the symbolic check reports non-identities."""
+    original = lemma_d1_removal.S.set_local_mass
+
+    def off_by_one(K, j, members):
+        return original(K, j, members) * (len(members) - 1) / len(members)
+
+    monkeypatch.setattr(lemma_d1_removal.S, "set_local_mass", off_by_one)
+    assert lemma_d1_removal.check_symbolic((3, 4)).verdict == Verdict.FAIL
+
+
+def test_property_runner_reports_failure():
+    def prop(K):
+        assert float(K.sum()) < 4, "sum too large"
+
+    n, failure = run_property(kernels(), prop, 50)
+    assert n >= 1 and "sum too large" in failure
+
+
+# --- hypothesis properties on the discrete results ---------------------------------------------------------------
+
+
+@given(kernels(), shapings)
+def test_lemma_d1_property(K, g):
+    m = local_mass(K)
+    for i in range(K.shape[0]):
+        formula = lemma_d1_removal.removal_formula(m, K, i)
+        assert torch.allclose(formula, local_mass(lemma_d1_removal.without(K, i)), atol=1e-12)
+
+
+@given(dominance_instances(), shapings)
+def test_dominance_property(inst, g):
+    s = loo_credits(inst.K, g)
+    assert s[inst.r] > s[inst.c]
+
+
+@given(kernels(), shapings, st.data())
+def test_anti_redundancy_property(K, g, data):
+    i, t = data.draw(st.permutations(range(K.shape[0])))[:2]
+    auto = thm_4_4_anti_redundancy.autograd_derivative(K, g)[i, t]
+    pred = thm_4_4_anti_redundancy.predicted_derivative(K, g)[i, t]
+    assert abs(float(auto - pred)) <= 1e-12 and float(auto) < 0
+
+
+@settings(max_examples=30)
+@given(distributions(), shapings)
+def test_influence_property(case, g):
+    p, K = case
+    auto = thm_4_2_influence.autograd_influence(p, K, g)
+    assert torch.allclose(auto, influence(p, K, g).influence, atol=1e-12)
+
+
+# --- paper arithmetic --------------------------------------------------------------------------------------------
+
+
+def test_paper_arithmetic_findings():
+    found = set(paper_arithmetic.inconsistent(paper_arithmetic.audit()))
+    assert found == {
+        "Table 1 Avg DAPO",
+        "Table 2 Avg SetPO+GSPO",
+        "Table 1 gain SetPO+GRPO vs GRPO AIME24",
+        "Table 1 gain SetPO+DAPO vs DAPO College",
+        "Text on Table 1: GRPO AIME24 quoted as 15.7",
+        "Table 7 rollout temperature",
+    }
+    items = {it.label: it for it in paper_arithmetic.audit()}
+    assert items["Table 1 Avg DAPO"].recomputed == "51.5333"
+    assert items["Table 2 Avg SetPO+GRPO"].status == "consistent"  # 46.65 -> 46.7 rounding half up
+
+
+def test_paper_tables_are_complete():
+    data = json.loads(paper_arithmetic.DATA.read_text())
+    for tid in ("1", "2"):
+        table = data["tables"][tid]
+        assert len(table["rows"]) == 7 and all(len(v) == 7 for v in table["rows"].values())
+
+
+# --- runner, report, notebooks -----------------------------------------------------------------------------------
+
+
+def test_find_by_label():
+    assert find("3.4").key == "lemma_c4" and find("D.3").key == "thm_4_4" and find("thm_c7").key == "thm_c7"
+    with pytest.raises(ValueError, match="unknown result"):
+        find("Thm 9.9")
+
+
+def test_cli_only_quick(capsys, tmp_path):
+    code = cli.main(["--only", "D.1,cor_c6", "--quick", "--report", str(tmp_path / "r.md")])
+    out = capsys.readouterr().out
+    assert code == 0 and "Lemma D.1" in out and "Cor C.6" in out
+    text = (tmp_path / "r.md").read_text()
+    assert "| Lemma D.1 |" in text and "unexpected outcomes" in text
+
+
+def test_cli_rejects_unknown_name():
+    with pytest.raises(SystemExit):
+        cli.main(["--only", "nope", "--quick"])
+
+
+def test_report_flags_unexpected():
+    bad = thm_4_4_anti_redundancy.check_sign(total=16, shapings=("increasing",))
+    assert "!!" in report.text_table([bad])
+
+
+def test_notebooks_match_builder_and_have_no_outputs():
+    for name, nb in build().items():
+        stored = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+        assert [c.source for c in stored.cells] == [c.source for c in nb.cells], (
+            f"notebooks/{name} differs from theory/build_notebooks.py: run python -m theory.build_notebooks"
+        )
+        for cell in stored.cells:
+            assert cell.get("outputs", []) == [] and cell.get("execution_count") is None
+    assert set(NOTEBOOKS) <= {p.name for p in (ROOT / "notebooks").glob("*.ipynb")}

@@ -1,0 +1,89 @@
+"""python -m theory [--quick] [--only NAME,...] [--report PATH]: run the checks, print the table, write the report.
+
+A full run (no --quick, no --only) writes paper_figures/theory_report.md and the arithmetic audit
+(paper_figures/paper_arithmetic.md + .csv); partial runs only print unless --report is given.
+Exit status 1 when any check has an unexpected outcome.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from theory import RESULTS, find, paper_arithmetic, report
+from theory.consistency import TABLE
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORT = ROOT / "paper_figures" / "theory_report.md"
+ARITHMETIC = ROOT / "paper_figures" / "paper_arithmetic.md"
+
+
+def consistency_table() -> list[str]:
+    """Markdown table of bias and spread of D(S) from the last consistency run."""
+    if not TABLE:
+        return []
+    lines = [
+        "### D(S) versus F(P): bias and spread by group size (g = -log(1+x))",
+        "",
+        "| distribution | n | bias E[D(S)] - F(P) | std D(S) | SE of bias |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [f"| {d} | {n} | {b:+.5f} | {s:.5f} | {se:.5f} |" for d, g, n, b, s, se in TABLE if g == "neglog1p"]
+    return lines + [""]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m theory", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="about 1,000 instances per check instead of 10,000")
+    parser.add_argument("--only", default="", help="comma-separated keys or labels, e.g. thm_4_4,C.5,3.4")
+    parser.add_argument("--report", type=Path, default=None, help="where to write the markdown report")
+    parser.add_argument("--list", action="store_true", help="list the results and exit")
+    args = parser.parse_args(argv)
+    if args.list:
+        for res in RESULTS:
+            print(f"{res.key:18s} {res.title}  (aliases: {', '.join(res.aliases) or '-'})")
+        return 0
+    try:
+        chosen = [find(n) for n in args.only.split(",") if n.strip()] or list(RESULTS)
+    except ValueError as err:
+        parser.error(str(err))
+    full = not args.quick and not args.only
+    torch.set_num_threads(1)  # small float64 batches: OpenMP threads only add synchronisation on a busy machine
+    start, records = time.perf_counter(), []
+    for res in tqdm(chosen, desc="theory checks", unit="result", file=sys.stderr):
+        records.extend(res.run(quick=args.quick))
+    elapsed = time.perf_counter() - start
+    print(report.text_table(records))
+    bad = [r for r in records if not r.ok]
+    print(f"\n{len(records)} checks in {elapsed:.1f} s, {len(bad)} unexpected outcome(s)")
+    for r in bad:
+        print(f"  UNEXPECTED: {r.result} / {r.check}: {r.verdict.value} (expected {r.expected.value}) {r.detail}")
+    path = args.report or (REPORT if full else None)
+    if path is not None:
+        command = (
+            "python -m theory" + (" --quick" if args.quick else "") + (f" --only {args.only}" if args.only else "")
+        )
+        statements = {res.title: res.load().__doc__ or "" for res in chosen}
+        extra = consistency_table()
+        if any(res.key == "arithmetic" for res in chosen):
+            items = paper_arithmetic.audit()
+            paper_arithmetic.write(items, ARITHMETIC, ARITHMETIC.with_suffix(".csv"))
+            extra += [
+                "### Paper arithmetic",
+                "",
+                f"See `{ARITHMETIC.name}`. Inconsistent: " + "; ".join(paper_arithmetic.inconsistent(items)) + ".",
+                "",
+            ]
+            print(f"wrote {ARITHMETIC.relative_to(ROOT)} and {ARITHMETIC.with_suffix('.csv').relative_to(ROOT)}")
+        report.write(path, report.markdown(records, statements, command, extra))
+        print(f"wrote {path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""Cor D.5 (weighted gap).
+
+Statement: for any r != c there are mean-value points xi_0, xi_j with w_0 = -g'(xi_0), w_j = -g'(xi_j) and
+    s_r - s_c = 1/((G-1)(G-2)) sum_{j not in {r,c}} (w_0 + w_j) (k(o_c,o_j) - k(o_r,o_j)),
+xi_0 between m_r^(-c) and m_c^(-r), xi_j between m_j^(-c) and m_j^(-r); w > 0 when g is strictly decreasing.
+Here w_0, w_j are the divided differences of g over those intervals (the mean-value slopes); the check
+confirms the identity and that each slope lies in -g'([interval]) (for convex g, between the endpoint values).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import sympy as sp
+import torch
+from hypothesis import strategies as st
+
+from setpo import local_mass, loo_credits
+from theory import symbolic as S
+from theory.instances import DTYPE, EXTRA, KERNELS, SHAPINGS, kernel_batches, resolve, without
+from theory.records import CheckRecord, Verdict, error_record, search_record, timed
+from theory.strategies import dominance_instances, run_property, shapings
+
+RESULT = "Cor D.5"
+TOL = 1e-12
+
+
+def slope(g, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """w = -(g(a) - g(b)) / (a - b), the mean-value slope; -g' at the midpoint where |a - b| < 1e-6.
+
+    Below that gap the divided difference loses digits (rounding of g over |a - b|); the midpoint slope
+    is itself a mean-value point, and the identity only uses w times (a - b).
+    """
+    shaping = resolve(g)
+    close = (a - b).abs() < 1e-6
+    safe = torch.where(close, torch.ones_like(a), a - b)
+    return torch.where(close, -shaping.dg((a + b) / 2), -(shaping(a) - shaping(b)) / safe)
+
+
+def weighted_gap(K: torch.Tensor, r: int, c: int, g) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(right-hand side of Cor D.5, w_0, w_j, interval endpoints) for the pair (r, c); K of shape (B, G, G).
+
+    The reduced-set masses come from the core's local_mass on Omega minus o_c and Omega minus o_r.
+    """
+    G = K.shape[-1]
+    others = [j for j in range(G) if j not in (r, c)]
+    m_no_c, m_no_r = local_mass(without(K, c)), local_mass(without(K, r))
+    pos_no_c = {j: idx for idx, j in enumerate(j for j in range(G) if j != c)}
+    pos_no_r = {j: idx for idx, j in enumerate(j for j in range(G) if j != r)}
+    a0, b0 = m_no_c[:, pos_no_c[r]], m_no_r[:, pos_no_r[c]]  # m_r^(-c), m_c^(-r)
+    aj = torch.stack([m_no_c[:, pos_no_c[j]] for j in others], -1)  # m_j^(-c)
+    bj = torch.stack([m_no_r[:, pos_no_r[j]] for j in others], -1)  # m_j^(-r)
+    w0, wj = slope(g, a0, b0), slope(g, aj, bj)
+    diff = K[:, c, others] - K[:, r, others]
+    rhs = ((w0.unsqueeze(-1) + wj) * diff).sum(-1) / ((G - 1) * (G - 2))
+    return rhs, w0, wj, (a0, b0, aj, bj)
+
+
+def mean_value_violation(g, w: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """How far w lies outside [-g'(max(a,b)), -g'(min(a,b))] (zero when inside); valid for convex g."""
+    dg = resolve(g).dg
+    lo, hi = -dg(torch.maximum(a, b)), -dg(torch.minimum(a, b))
+    return torch.clamp(lo - w, min=0) + torch.clamp(w - hi, min=0)
+
+
+@timed
+def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5)) -> CheckRecord:
+    """With w as divided differences of a generic g, the right-hand side equals s_r - s_c from the definition."""
+    cases, bad = 0, []
+    for G in sizes:
+        K = S.kernel_matrix(G)
+        everyone = list(range(G))
+        r, c = 0, 1
+        others = everyone[2:]
+        no_c, no_r = [j for j in everyone if j != c], [j for j in everyone if j != r]
+
+        def w(a, b):
+            return -(S.g(a) - S.g(b)) / (a - b)
+
+        w0 = w(S.set_local_mass(K, r, no_c), S.set_local_mass(K, c, no_r))
+        rhs = sp.Add(
+            *[
+                (w0 + w(S.set_local_mass(K, j, no_c), S.set_local_mass(K, j, no_r))) * (K[c, j] - K[r, j])
+                for j in others
+            ]
+        ) / ((G - 1) * (G - 2))
+        cases += 1
+        diff = S.canonical(sp.cancel(sp.together(S.credit(K, r) - S.credit(K, c) - rhs)))
+        if sp.simplify(diff) != 0:
+            bad.append(G)
+    return error_record(
+        RESULT,
+        f"identity with divided-difference weights, generic g, G={list(sizes)}",
+        "symbolic",
+        cases,
+        [float(len(bad))],
+        0,
+        metric="non-identities",
+        detail=f"failed G: {bad}" if bad else "",
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _sweep(total: int, seed: int, sizes: tuple[int, ...], shapings: tuple) -> tuple[int, float, float, float]:
+    """One pass over every ordered pair (r, c): (instances, identity error, min weight, mean-value violation)."""
+    worst, smallest, outside, n = 0.0, float("inf"), 0.0, 0
+    for cell, K in kernel_batches(total, sizes, seed, shapings):
+        s = loo_credits(K, cell.shaping)
+        for r in range(cell.size):
+            for c in range(cell.size):
+                if r == c:
+                    continue
+                rhs, w0, wj, (a0, b0, aj, bj) = weighted_gap(K, r, c, cell.shaping)
+                worst = max(worst, float((s[:, r] - s[:, c] - rhs).abs().max()))
+                smallest = min(smallest, float(w0.min()), float(wj.min()))
+                outside = max(
+                    outside,
+                    float(mean_value_violation(cell.shaping, w0, a0, b0).max()),
+                    float(mean_value_violation(cell.shaping, wj, aj, bj).max()),
+                )
+        n += cell.batch
+    return n, worst, smallest, outside
+
+
+@timed
+def check_numeric(
+    total: int = 10_000, seed: int = 12, sizes: tuple[int, ...] = (3, 4, 6, 8), shapings: tuple = SHAPINGS
+) -> CheckRecord:
+    """Identity vs loo_credits for every ordered pair (r, c) (no dominance needed for the identity)."""
+    n, worst, _, _ = _sweep(total, seed, sizes, tuple(shapings))
+    return error_record(
+        RESULT,
+        f"weighted-gap identity vs loo_credits, all pairs, kernels {KERNELS}, G={list(sizes)}",
+        "numeric",
+        n,
+        [worst],
+        TOL,
+    )
+
+
+@timed
+def check_weights(
+    total: int = 10_000, seed: int = 12, sizes: tuple[int, ...] = (3, 4, 6, 8), shapings: tuple = SHAPINGS
+) -> CheckRecord:
+    """Every weight is a genuine mean-value slope (inside -g' of its interval; the four g are convex) and > 0."""
+    n, _, smallest, outside = _sweep(total, seed, sizes, tuple(shapings))
+    ok = smallest > 0 and outside <= 1e-9
+    return CheckRecord(
+        RESULT,
+        "weights w_0, w_j inside -g'([interval]) and > 0, all pairs",
+        "numeric",
+        n,
+        "min weight (must be > 0)",
+        smallest,
+        Verdict.PASS if ok else Verdict.FAIL,
+        detail=f"largest distance outside the mean-value range {outside:.1e}",
+    )
+
+
+@timed
+def check_property(examples: int = 300) -> CheckRecord:
+    """Hypothesis: dominance instances on 1/16-grid kernels: the identity, weights > 0, and a positive gap."""
+
+    def prop(case) -> None:
+        inst, g = case
+        K = inst.K.unsqueeze(0)
+        s = loo_credits(K, g)
+        rhs, w0, wj, _ = weighted_gap(K, inst.r, inst.c, g)
+        err = float((s[:, inst.r] - s[:, inst.c] - rhs).abs().max())
+        assert err <= TOL and float(w0.min()) > 0 and float(wj.min()) > 0 and float(rhs.min()) > 0, (
+            f"error {err}, w0 {w0.tolist()}, wj {wj.tolist()}, g={g}, K={inst.K.tolist()}"
+        )
+
+    n, failure = run_property(st.tuples(dominance_instances(), shapings), prop, examples)
+    return CheckRecord(
+        RESULT,
+        "hypothesis: identity and positive weights under dominance, 1/16-grid kernels",
+        "property",
+        n,
+        "failing examples",
+        float(bool(failure)),
+        Verdict.FAIL if failure else Verdict.PASS,
+        detail=failure,
+    )
+
+
+@timed
+def check_flat_g() -> CheckRecord:
+    """g flat on [1/2, 1]: weights can be exactly 0, so the gap carries no sign information."""
+    K = torch.tensor([[[1.0, 0.8, 0.6], [0.8, 1.0, 0.9], [0.6, 0.9, 1.0]]], dtype=DTYPE)
+    _, w0, wj, _ = weighted_gap(K, 0, 1, EXTRA["flat"])
+    smallest = min(float(w0.min()), float(wj.min()))
+    return search_record(
+        RESULT,
+        "g = max(0, 1/2 - x)^2: explicit instance",
+        1,
+        smallest <= 0,
+        smallest,
+        "all masses >= 1/2, so w_0 = w_j = 0: positivity needs g strictly decreasing",
+        expect_found=True,
+        metric="min weight",
+    )
+
+
+def run(quick: bool = False) -> list[CheckRecord]:
+    """All checks of Cor D.5."""
+    total = 1_000 if quick else 10_000
+    sizes = (3, 4, 5) if quick else (3, 4, 6, 8)  # every ordered pair is checked: G^2 work per instance
+    return [
+        check_symbolic((3, 4) if quick else (3, 4, 5)),
+        check_numeric(total, sizes=sizes),
+        check_weights(total, sizes=sizes),
+        check_property(50 if quick else 300),
+        check_flat_g(),
+    ]

@@ -1,0 +1,143 @@
+"""Cor D.6 (dilution vs congestion).
+
+Statement: for G >= 3, j != i,
+    m_j^(-i) > m_j  iff  k(o_j, o_i) < m_j,   and hence   g(m_j^(-i)) < g(m_j)  iff  k(o_j, o_i) < m_j.
+Removing a rollout less similar to o_j than o_j's average neighbour leaves o_j in a denser set (its mass
+rises, its shaped value falls); removing a more similar one dilutes o_j's neighbourhood (mass falls).
+Assumptions: the first equivalence is algebra (Lemma D.1, G - 2 > 0); the second needs g strictly decreasing.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+import torch
+from hypothesis import strategies as st
+
+from setpo import local_mass
+from theory import symbolic as S
+from theory.instances import DTYPE, EXTRA, KERNELS, SHAPINGS, drop_entry, kernel_batches, resolve, without
+from theory.records import CheckRecord, Verdict, error_record, search_record, timed
+from theory.strategies import kernels, run_property, shapings
+
+RESULT = "Cor D.6"
+TIE = 1e-12  # |difference| below this counts as a tie on both sides of an equivalence
+
+
+def _sign(x: torch.Tensor) -> torch.Tensor:
+    return torch.where(x.abs() <= TIE, torch.zeros_like(x), torch.sign(x))
+
+
+def mismatches(K: torch.Tensor, g) -> tuple[int, int, int]:
+    """(pairs, mass mismatches, shaped-value mismatches) over all (i, j != i): the sides of each 'iff' disagree."""
+    shaping = resolve(g)
+    m = local_mass(K)
+    pairs, bad_m, bad_g = 0, 0, 0
+    for i in range(K.shape[-1]):
+        m_loo = local_mass(without(K, i))
+        m_rest = drop_entry(m, i)
+        gap = drop_entry(m - K[..., :, i], i)  # m_j - k(o_j, o_i): > 0 iff the condition holds
+        rises = _sign(m_loo - m_rest)  # +1 iff m_j^(-i) > m_j
+        falls = _sign(shaping(m_rest) - shaping(m_loo))  # +1 iff g(m_j^(-i)) < g(m_j)
+        bad_m += int(((rises > 0) != (_sign(gap) > 0)).sum())
+        bad_g += int(((falls > 0) != (_sign(gap) > 0)).sum())
+        pairs += gap.numel()
+    return pairs, bad_m, bad_g
+
+
+@timed
+def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
+    """m_j^(-i) - m_j = (m_j - k(o_j,o_i))/(G-2) from the literal reduced-set mass: same sign as m_j - k_ji."""
+    cases, bad = 0, []
+    for G in sizes:
+        K = S.kernel_matrix(G)
+        everyone = list(range(G))
+        for i in everyone:
+            rest = [j for j in everyone if j != i]
+            for j in rest:
+                cases += 1
+                m_j = S.set_local_mass(K, j, everyone)
+                if sp.expand(S.set_local_mass(K, j, rest) - m_j - (m_j - K[j, i]) / (G - 2)) != 0:
+                    bad.append((G, i, j))
+    return error_record(
+        RESULT,
+        f"m_j^(-i) - m_j = (m_j - k_ji)/(G-2), G - 2 > 0, G={list(sizes)}",
+        "symbolic",
+        cases,
+        [float(len(bad))],
+        0,
+        metric="non-identities",
+        detail=f"failed: {bad}" if bad else "",
+    )
+
+
+@timed
+def check_numeric(
+    total: int = 10_000, seed: int = 14, sizes: tuple[int, ...] = (3, 4, 6, 8), shapings: tuple = SHAPINGS
+) -> CheckRecord:
+    """Both equivalences on every (i, j) pair of random kernels, masses from the core's local_mass."""
+    pairs, bad_m, bad_g, n, rising = 0, 0, 0, 0, 0
+    for cell, K in kernel_batches(total, sizes, seed, shapings):
+        p, bm, bg = mismatches(K, cell.shaping)
+        pairs, bad_m, bad_g, n = pairs + p, bad_m + bm, bad_g + bg, n + cell.batch
+        m = local_mass(K)
+        rising += sum(int((drop_entry(m - K[..., :, i], i) > TIE).sum()) for i in range(cell.size))
+    return CheckRecord(
+        RESULT,
+        f"both 'iff's on all (i, j) pairs, kernels {KERNELS}, G={list(sizes)}",
+        "numeric",
+        n,
+        "mismatched pairs",
+        float(bad_m + bad_g),
+        Verdict.PASS if bad_m + bad_g == 0 else Verdict.FAIL,
+        detail=f"{pairs} pairs; removal of o_i raises m_j on {rising / pairs:.1%} of them",
+    )
+
+
+@timed
+def check_property(examples: int = 300) -> CheckRecord:
+    """Hypothesis: 1/16-grid kernels (exact ties, G = 3..7), the four registered g."""
+
+    def prop(case: tuple[torch.Tensor, str]) -> None:
+        K, g = case
+        _, bm, bg = mismatches(K, g)
+        assert bm + bg == 0, f"{bm} mass and {bg} shaped-value mismatches for g={g}, K={K.tolist()}"
+
+    n, failure = run_property(st.tuples(kernels(), shapings), prop, examples)
+    return CheckRecord(
+        RESULT,
+        "hypothesis: both 'iff's on 1/16-grid kernels",
+        "property",
+        n,
+        "failing examples",
+        float(bool(failure)),
+        Verdict.FAIL if failure else Verdict.PASS,
+        detail=failure,
+    )
+
+
+@timed
+def check_flat_g() -> CheckRecord:
+    """g only non-increasing (flat on [1/2, 1]): congestion without any change of g, so the second 'iff' fails."""
+    K = torch.tensor([[1.0, 0.8, 0.6], [0.8, 1.0, 0.9], [0.6, 0.9, 1.0]], dtype=DTYPE)
+    _, bm, bg = mismatches(K, EXTRA["flat"])
+    return search_record(
+        RESULT,
+        "g = max(0, 1/2 - x)^2: explicit instance",
+        1,
+        bg > 0 and bm == 0,
+        float(bg),
+        "i=2, j=0: k_02 = 0.6 < m_0 = 0.7 and m_0^(-2) = 0.8 > m_0, yet g(0.8) = g(0.7) = 0 "
+        "(every mass is >= 1/2, where g is flat)",
+        expect_found=True,
+        metric="shaped-value mismatches",
+    )
+
+
+def run(quick: bool = False) -> list[CheckRecord]:
+    """All checks of Cor D.6."""
+    return [
+        check_symbolic((3, 4) if quick else (3, 4, 5, 6)),
+        check_numeric(1_000 if quick else 10_000),
+        check_property(50 if quick else 300),
+        check_flat_g(),
+    ]

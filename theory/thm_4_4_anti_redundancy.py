@@ -1,0 +1,271 @@
+"""Thm 4.4 = D.3 (strict anti-redundancy).
+
+Statement: for G >= 3 and t != i, with the kernel entry k(o_i, o_t) = k(o_t, o_i) varied as one variable,
+    d s_i / d k(o_i, o_t) = (g'(m_i) + g'(m_t)) / (G (G-1)),
+which is < 0 when g' < 0 (g strictly decreasing, Assumption C.1); Assumption 4.1 (g non-increasing)
+only gives <= 0.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+import torch
+from hypothesis import strategies as st
+
+from setpo import local_mass, loo_credits, loo_credits_reference
+from theory import symbolic as S
+from theory.instances import DTYPE, KERNELS, SHAPINGS, generator, kernel_batches, random_kernel, resolve
+from theory.records import CheckRecord, Verdict, error_record, search_record, timed
+from theory.strategies import kernels, run_property, shapings
+
+RESULT = "Thm 4.4 = D.3"
+TOL = 1e-12
+
+
+def predicted_derivative(K: torch.Tensor, g) -> torch.Tensor:
+    """(g'(m_i) + g'(m_t)) / (G(G-1)) for every (i, t) pair, shape (..., G, G) (diagonal meaningless)."""
+    G = K.shape[-1]
+    dg = resolve(g).dg(local_mass(K))
+    return (dg.unsqueeze(-1) + dg.unsqueeze(-2)) / (G * (G - 1))
+
+
+def autograd_derivative(K: torch.Tensor, g, reference: bool = False) -> torch.Tensor:
+    """d s_i / d k_it along the symmetric direction E_it + E_ti, by autograd through the core; (..., G, G)."""
+    fn = loo_credits_reference if reference else loo_credits
+    K = K.detach().clone().requires_grad_(True)
+    s = fn(K, resolve(g))
+    rows = []
+    for i in range(K.shape[-1]):
+        (grad,) = torch.autograd.grad(s[..., i].sum(), K, retain_graph=True)
+        rows.append(grad[..., i, :] + grad[..., :, i])  # d/dk_it of K[i,t] and K[t,i] together
+    return torch.stack(rows, -2).detach()
+
+
+def finite_difference(K: torch.Tensor, g, h: float = 1e-5) -> torch.Tensor:
+    """Central difference of loo_credits_reference along E_it + E_ti, shape (..., G, G)."""
+    G = K.shape[-1]
+    out = torch.zeros_like(K)
+    for i in range(G):
+        for t in range(G):
+            if t == i:
+                continue
+            E = torch.zeros(G, G, dtype=K.dtype)
+            E[i, t] = E[t, i] = h
+            plus, minus = loo_credits_reference(K + E, resolve(g)), loo_credits_reference(K - E, resolve(g))
+            out[..., i, t] = (plus[..., i] - minus[..., i]) / (2 * h)
+    return out
+
+
+def _offdiag(x: torch.Tensor) -> torch.Tensor:
+    G = x.shape[-1]
+    mask = ~torch.eye(G, dtype=torch.bool)
+    return x[..., mask]
+
+
+@timed
+def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
+    """Differentiate the definition of s_i (generic g, symbolic kernel) by k_it: equals the printed formula."""
+    cases, bad = 0, []
+    for G in sizes:
+        K = S.kernel_matrix(G)
+        everyone = list(range(G))
+        m = [S.set_local_mass(K, j, everyone) for j in everyone]
+        for i in everyone:
+            s_i = S.credit(K, i)
+            for t in everyone:
+                if t == i:
+                    continue
+                cases += 1
+                derived = sp.diff(s_i, K[i, t])
+                printed = (S.gp(m[i]) + S.gp(m[t])) / (G * (G - 1))
+                if not S.is_identity(derived, printed):
+                    bad.append((G, i, t))
+    return error_record(
+        RESULT,
+        f"d s_i/d k_it of the definition = (g'(m_i)+g'(m_t))/(G(G-1)), G={list(sizes)}",
+        "symbolic",
+        cases,
+        [float(len(bad))],
+        0,
+        metric="non-identities",
+        detail=f"failed (G, i, t): {bad}" if bad else "",
+    )
+
+
+@timed
+def check_numeric(
+    total: int = 10_000, seed: int = 5, sizes: tuple[int, ...] = (3, 4, 6, 8), shapings: tuple = SHAPINGS
+) -> CheckRecord:
+    """Printed derivative vs autograd through loo_credits and through the literal Algorithm 1."""
+    worst, n = 0.0, 0
+    for cell, K in kernel_batches(total, sizes, seed, shapings):
+        pred = _offdiag(predicted_derivative(K, cell.shaping))
+        for reference in (False, True):
+            auto = _offdiag(autograd_derivative(K, cell.shaping, reference))
+            worst = max(worst, float((auto - pred).abs().max()))
+        n += cell.batch
+    return error_record(
+        RESULT,
+        f"formula vs autograd of loo_credits and loo_credits_reference, kernels {KERNELS}, G={list(sizes)}",
+        "numeric",
+        n,
+        [worst],
+        TOL,
+    )
+
+
+@timed
+def check_finite_difference(total: int = 1_000, seed: int = 6) -> CheckRecord:
+    """Printed derivative vs a central difference (h = 1e-5) of the literal Algorithm 1: no autograd involved."""
+    worst, n = 0.0, 0
+    for cell, K in kernel_batches(total, (3, 5), seed, kernels=("cosine", "uniform")):
+        K = K.clamp(1e-4, 1 - 1e-4)  # stay inside [0, 1] under the +-h step
+        K.diagonal(dim1=-2, dim2=-1).fill_(1.0)
+        err = _offdiag(finite_difference(K, cell.shaping) - predicted_derivative(K, cell.shaping)).abs().max()
+        worst = max(worst, float(err))
+        n += cell.batch
+    return error_record(
+        RESULT, "formula vs central finite difference of loo_credits_reference", "numeric", n, [worst], 1e-8
+    )
+
+
+@timed
+def check_sign(
+    total: int = 10_000, seed: int = 7, sizes: tuple[int, ...] = (3, 4, 6, 8), shapings: tuple = SHAPINGS
+) -> CheckRecord:
+    """Strictness: the largest autograd derivative over all instances and pairs is < 0 for strictly decreasing g."""
+    largest, n = -float("inf"), 0
+    for cell, K in kernel_batches(total, sizes, seed, shapings):
+        largest = max(largest, float(_offdiag(autograd_derivative(K, cell.shaping)).max()))
+        n += cell.batch
+    verdict = Verdict.PASS if largest < 0 else Verdict.FAIL
+    names = [s if isinstance(s, str) else s.name for s in shapings]
+    return CheckRecord(
+        RESULT,
+        f"d s_i/d k_it < 0 for every pair, g in {names}",
+        "numeric",
+        n,
+        "max derivative (must be < 0)",
+        largest,
+        verdict,
+    )
+
+
+@timed
+def check_against_core(points: int = 100, seed: int = 15) -> CheckRecord:
+    """The sympy derivative of the definition (concrete g) at random kernels equals autograd through the core."""
+    worst, n = 0.0, 0
+    gen = generator(seed)
+    for G in (3, 4):
+        K = S.kernel_matrix(G)
+        for name in SHAPINGS:
+            exprs = [sp.diff(S.concrete(S.credit(K, 0), S.SYMPY_SHAPINGS[name]), K[0, t]) for t in range(1, G)]
+            Kn = random_kernel("uniform", points, G, gen)
+            sym = torch.from_numpy(S.evaluate(exprs, S.kernel_bindings(K, Kn.numpy())))
+            worst = max(worst, float((sym - autograd_derivative(Kn, name)[:, 0, 1:]).abs().max()))
+            n += points
+    return error_record(
+        RESULT, "sympy d s_0/d k_0t (concrete g) vs autograd of loo_credits, G=3,4", "numeric", n, [worst], TOL
+    )
+
+
+@timed
+def check_property(examples: int = 300) -> CheckRecord:
+    """Hypothesis: 1/16-grid kernels, G = 3..7, the four registered g: formula = autograd and < 0, all pairs."""
+
+    def prop(case) -> None:
+        K, g = case
+        auto, pred = _offdiag(autograd_derivative(K, g)), _offdiag(predicted_derivative(K, g))
+        err = float((auto - pred).abs().max())
+        assert err <= TOL and float(auto.max()) < 0, f"error {err}, max {float(auto.max())}, g={g}, K={K.tolist()}"
+
+    n, failure = run_property(st.tuples(kernels(), shapings), prop, examples)
+    return CheckRecord(
+        RESULT,
+        "hypothesis: formula and sign on 1/16-grid kernels",
+        "property",
+        n,
+        "failing examples",
+        float(bool(failure)),
+        Verdict.FAIL if failure else Verdict.PASS,
+        detail=failure,
+    )
+
+
+def _explicit(g_name: str, K: torch.Tensor) -> tuple[float, float]:
+    """(autograd derivative, exact sympy derivative) of s_0 in k_01 at the kernel K, shaping `g_name`."""
+    auto = float(autograd_derivative(K, g_name)[0, 1])
+    G = K.shape[-1]
+    Ks = S.kernel_matrix(G)
+    exact = sp.diff(S.concrete(S.credit(Ks, 0), S.SYMPY_SHAPINGS[g_name]), Ks[0, 1])
+    vals = {s: sp.nsimplify(float(K[a, b])) for s, a, b in S.entry_symbols(Ks)}
+    return auto, float(exact.subs(vals))
+
+
+@timed
+def check_increasing_g() -> CheckRecord:
+    """Dropping 'g non-increasing': with g = log(1+x) a more redundant pair earns a larger credit."""
+    K = torch.tensor([[1.0, 0.5, 0.5], [0.5, 1.0, 0.5], [0.5, 0.5, 1.0]], dtype=DTYPE)
+    auto, exact = _explicit("increasing", K)
+    return search_record(
+        RESULT,
+        "g = log(1+x) (increasing): explicit instance",
+        1,
+        auto > 0 and exact > 0,
+        auto,
+        f"G=3, all k = 1/2: d s_0/d k_01 = {exact:.6f} (exact, = 2/(1.5*6)) > 0; autograd {auto:.6f}",
+        expect_found=True,
+        metric="d s_0/d k_01",
+    )
+
+
+@timed
+def check_flat_g() -> CheckRecord:
+    """Dropping strictness (Assumption 4.1 only): g flat on [1/2, 1] gives derivative exactly 0, not < 0."""
+    K = torch.tensor([[1.0, 0.7, 0.6], [0.7, 1.0, 0.8], [0.6, 0.8, 1.0]], dtype=DTYPE)
+    auto, exact = _explicit("flat", K)
+    return search_record(
+        RESULT,
+        "g = max(0, 1/2 - x)^2 (non-increasing, flat): explicit instance",
+        1,
+        auto >= 0 and exact >= 0,
+        auto,
+        f"G=3, masses 0.65, 0.75, 0.7 >= 1/2: d s_0/d k_01 = {exact} (exact): strict sign needs g' < 0",
+        expect_found=True,
+        metric="d s_0/d k_01",
+    )
+
+
+@timed
+def check_unclamped(total: int = 2_000, seed: int = 8) -> CheckRecord:
+    """Dropping k in [0,1] (raw cosine in [-1,1]) with g strictly decreasing on R: the sign cannot flip."""
+    largest, n = -float("inf"), 0
+    for cell, K in kernel_batches(total, (3, 5, 8), seed, shapings=("linear", "exp"), kernels=("cosine",), clamp=False):
+        largest = max(largest, float(_offdiag(autograd_derivative(K, cell.shaping)).max()))
+        n += cell.batch
+    return search_record(
+        RESULT,
+        "raw cosine kernel in [-1,1], g in [linear, exp] (decreasing on R)",
+        n,
+        largest >= 0,
+        largest,
+        "the derivative only needs g' < 0 at the two masses, whatever their range",
+        expect_found=False,
+        metric="max derivative",
+    )
+
+
+def run(quick: bool = False) -> list[CheckRecord]:
+    """All checks of Thm 4.4."""
+    total = 1_000 if quick else 10_000
+    return [
+        check_symbolic((3, 4) if quick else (3, 4, 5, 6)),
+        check_numeric(total),
+        check_finite_difference(200 if quick else 1_000),
+        check_sign(total),
+        check_against_core(20 if quick else 100),
+        check_property(50 if quick else 300),
+        check_increasing_g(),
+        check_flat_g(),
+        check_unclamped(500 if quick else 2_000),
+    ]
