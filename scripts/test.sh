@@ -1,12 +1,29 @@
 #!/usr/bin/env bash
-# The whole test suite: set up the environment if needed, lint, unit/property tests, notebooks.
+# The whole test suite: set up the environments if needed, then lint, unit/property/integration tests,
+# notebooks (nbmake), the theory checks (python -m theory) and the verl adapter tests in their own venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_env.sh
 . "${SETPO_VENV:-.venv}/bin/activate"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+# The offline benchmark copies live in shared/ beside the repository unless told otherwise.
+if [ -z "${SETPO_BENCHMARK_DIR:-}" ] && [ -d ../shared/data/benchmarks ]; then
+  SETPO_BENCHMARK_DIR=$(cd ../shared/data/benchmarks && pwd)
+  export SETPO_BENCHMARK_DIR
+fi
+
+echo "== ruff"
 ruff check .
 ruff format --check .
-targets=(tests)
-[ -d notebooks ] && ls notebooks/*.ipynb >/dev/null 2>&1 && targets+=(--nbmake notebooks)
-python -m pytest -n 2 "${targets[@]}"
+
+echo "== theory (python -m theory)"
+python -m theory --report "$(mktemp -d)/theory_report.md"
+
+echo "== pytest: library, integrations, reproduction pipelines, notebooks"
+python -m pytest -n 2 tests --ignore=tests/verl --nbmake notebooks
+
+if [ -d tests/verl ]; then
+  echo "== pytest: verl adapter (own environment, verl pins an older transformers)"
+  bash scripts/setup_verl_env.sh
+  .venv-verl/bin/python -m pytest -q tests/verl
+fi

@@ -1,0 +1,116 @@
+"""The ``setpo`` section of a verl config (``+setpo.lambda=...``) as a dataclass, with the paper's values as presets."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
+
+from setpo.core.shaping import get_shaping
+
+SmallGroupPolicy = Literal["zero", "raise"]
+EmbedDevice = Literal["cpu", "cuda"]
+
+#: The embedding model of the paper's kernel (Sec. 5 setup).
+PAPER_EMBEDDER = "Qwen/Qwen3-Embedding-0.6B"
+
+#: lambda of each paper setting (spec section 4 table): Tables 4-8.
+PAPER_LAMBDA: dict[str, float] = {
+    "grpo": 0.05,  # Table 4, Qwen2.5-Math-1.5B / 7B
+    "gspo": 0.1,  # Table 5
+    "dapo": 0.2,  # Table 6
+    "grpo_32b": 0.1,  # Table 7, Qwen2.5-32B, SimpleRL-Zoo hard
+    "countdown": 0.5,  # Table 8, Qwen2.5-3B
+}
+
+
+@dataclass(frozen=True)
+class SetPOVerlConfig:
+    """Settings of the SetPO credit inside verl; read from the top-level ``setpo`` section of the hydra config.
+
+    lam: lambda in A_hat = A_bar + lambda * s (paper eq. 6); 0 leaves verl's advantages untouched.
+    embedder: a ``setpo.embedders.build_embedder`` spec ("hashed", "minilm", a sentence-transformers id/folder).
+    embed_device: "cpu" runs the embedder on the trainer (driver) process's CPU; "cuda" on that process's GPU 0.
+    embedder_kwargs: extra keyword arguments for the embedder factory (e.g. ``batch_size``, ``max_length``).
+    shaping: the g of D(S) (``setpo.get_shaping`` name); the paper uses neglog1p, g(x) = -log(1+x).
+    small_group: groups of fewer than 3 rollouts have no leave-one-out credit (D of a singleton is undefined):
+        "zero" gives them s = 0 (their base advantage is kept), "raise" stops with a ValueError.
+    skip_special_tokens: passed to ``tokenizer.batch_decode`` when turning response ids into text.
+    """
+
+    lam: float = PAPER_LAMBDA["grpo"]
+    embedder: str = PAPER_EMBEDDER
+    embed_device: EmbedDevice = "cpu"
+    embedder_kwargs: dict[str, Any] = field(default_factory=dict)
+    shaping: str = "neglog1p"
+    small_group: SmallGroupPolicy = "zero"
+    skip_special_tokens: bool = True
+
+    def __post_init__(self) -> None:
+        lam = self.lam
+        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not math.isfinite(lam) or lam < 0:
+            raise ValueError(f"setpo.lambda must be a finite number >= 0, got {lam!r}")
+        if not isinstance(self.embedder, str) or not self.embedder.strip():
+            raise ValueError(f"setpo.embedder must be a non-empty string, got {self.embedder!r}")
+        if self.embed_device not in ("cpu", "cuda"):
+            raise ValueError(f"setpo.embed_device must be 'cpu' or 'cuda', got {self.embed_device!r}")
+        if not isinstance(self.embedder_kwargs, Mapping):
+            raise ValueError(f"setpo.embedder_kwargs must be a mapping, got {type(self.embedder_kwargs).__name__}")
+        get_shaping(self.shaping)  # raises ValueError on an unknown name
+        if self.small_group not in ("zero", "raise"):
+            raise ValueError(f"setpo.small_group must be 'zero' or 'raise', got {self.small_group!r}")
+        if not isinstance(self.skip_special_tokens, bool):
+            raise ValueError(f"setpo.skip_special_tokens must be a bool, got {self.skip_special_tokens!r}")
+
+    @classmethod
+    def from_mapping(cls, section: Mapping[str, Any] | None) -> SetPOVerlConfig:
+        """Build from the hydra ``setpo`` section; its key ``lambda`` maps to ``lam``. Unknown keys raise ValueError."""
+        if section is None:
+            return cls()
+        if not isinstance(section, Mapping):
+            raise ValueError(f"the setpo config section must be a mapping, got {type(section).__name__}")
+        data = dict(section)
+        if "lambda" in data:
+            if "lam" in data:
+                raise ValueError("give setpo.lambda or setpo.lam, not both")
+            data["lam"] = data.pop("lambda")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            allowed = sorted((known - {"lam"}) | {"lambda"})
+            raise ValueError(f"unknown key(s) in the setpo config section: {unknown}; allowed: {allowed}")
+        if "embedder_kwargs" in data and data["embedder_kwargs"] is not None:
+            data["embedder_kwargs"] = dict(data["embedder_kwargs"])
+        elif "embedder_kwargs" in data:
+            data["embedder_kwargs"] = {}
+        if "lam" in data and isinstance(data["lam"], int) and not isinstance(data["lam"], bool):
+            data["lam"] = float(data["lam"])
+        return cls(**data)
+
+    def as_overrides(self) -> list[str]:
+        """The hydra command-line overrides that reproduce this config (``+setpo.lambda=...`` and friends)."""
+        out = []
+        for key, value in asdict(self).items():
+            name = "lambda" if key == "lam" else key
+            if key == "embedder_kwargs":
+                for k, v in value.items():
+                    out.append(f"+setpo.embedder_kwargs.{k}={_hydra_value(v)}")
+                continue
+            out.append(f"+setpo.{name}={_hydra_value(value)}")
+        return out
+
+
+def _hydra_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str) and any(c in value for c in " ,=[]{}()'\""):
+        return repr(value)
+    return str(value)
+
+
+def preset(name: str, **changes: Any) -> SetPOVerlConfig:
+    """The paper's SetPO settings for one of ``PAPER_LAMBDA``'s keys, with optional field changes."""
+    if name not in PAPER_LAMBDA:
+        raise ValueError(f"unknown SetPO preset {name!r}; known: {sorted(PAPER_LAMBDA)}")
+    return SetPOVerlConfig(lam=PAPER_LAMBDA[name], **changes)

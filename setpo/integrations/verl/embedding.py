@@ -1,0 +1,44 @@
+"""Response ids -> text -> embeddings for the verl adapter (no verl import; the tokenizer is duck-typed)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from setpo.embedders import Embedder, build_embedder, check_embeddings
+from setpo.integrations.verl.config import SetPOVerlConfig
+
+
+def decode_responses(tokenizer, responses: torch.Tensor, lengths: Sequence[int], skip_special_tokens: bool = True):
+    """Text of each response: row i's first ``lengths[i]`` ids of the right-padded (N, T) `responses`."""
+    if responses.dim() != 2:
+        raise ValueError(f"responses must be (N, T) token ids, got shape {tuple(responses.shape)}")
+    lengths = [int(n) for n in (lengths.tolist() if hasattr(lengths, "tolist") else lengths)]
+    if len(lengths) != responses.shape[0]:
+        raise ValueError(f"got {len(lengths)} lengths for {responses.shape[0]} responses")
+    if any(n < 0 or n > responses.shape[1] for n in lengths):
+        raise ValueError(f"response lengths must lie in [0, {responses.shape[1]}], got {lengths}")
+    ids = [responses[i, :n].tolist() for i, n in enumerate(lengths)]
+    texts = tokenizer.batch_decode(ids, skip_special_tokens=skip_special_tokens)
+    if len(texts) != len(ids):
+        raise ValueError(f"tokenizer.batch_decode returned {len(texts)} texts for {len(ids)} responses")
+    return list(texts)
+
+
+def embedder_from_config(cfg: SetPOVerlConfig) -> Embedder:
+    """``setpo.embedders.build_embedder(cfg.embedder, device=cfg.embed_device, **cfg.embedder_kwargs)``."""
+    if cfg.embed_device == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            "setpo.embed_device=cuda but this process sees no CUDA device (the verl trainer process holds no "
+            "GPU unless CUDA_VISIBLE_DEVICES reaches it); use setpo.embed_device=cpu"
+        )
+    kwargs = dict(cfg.embedder_kwargs)
+    kwargs.setdefault("device", cfg.embed_device)
+    return build_embedder(cfg.embedder, **kwargs)
+
+
+def embed_texts(embedder: Embedder, texts: Sequence[str]) -> torch.Tensor:
+    """(N, d) float tensor on CPU for N texts, checked for shape and finiteness."""
+    emb = embedder(list(texts))
+    return check_embeddings(torch.as_tensor(emb), len(texts), f"embedder {embedder!r}").detach().cpu()

@@ -1,0 +1,148 @@
+"""V1 trainer mode ``setpo_sync``: verl's sync PPO trainer whose ``_compute_advantage`` adds lambda * s per uid group.
+
+verl computes the base advantage (GRPO for GRPO / GSPO / DAPO runs) and writes it to the TransferQueue; this
+trainer then reads ``uid``, ``responses``, ``response_mask`` and ``advantages`` back, decodes the responses
+with the tokenizer, embeds them, computes the leave-one-out credits of each uid group with the core and writes
+A_bar + lambda * s back (broadcast over the response mask, the layout verl's outcome estimators use).
+``returns`` are left as verl wrote them: the actor loss reads only ``advantages``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import torch
+import transfer_queue as tq
+from tensordict import TensorDict
+from verl.trainer.ppo.v1.trainer_base import register_trainer
+from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+from verl.workers.utils.padding import response_to_nested
+
+from setpo.embedders import Embedder
+from setpo.integrations.verl.config import SetPOVerlConfig
+from setpo.integrations.verl.embedding import decode_responses, embed_texts, embedder_from_config
+from setpo.integrations.verl.groups import (
+    add_credits_to_token_advantages,
+    credit_metrics,
+    credits_by_uid,
+    group_rows_by_uid,
+    session_final_rows,
+)
+
+SETPO_FIELDS = ["uid", "responses", "response_mask", "advantages"]
+#: Base estimators the SetPO mode refuses; any group-relative outcome estimator (GRPO, RLOO, ...) works.
+INCOMPATIBLE_ESTIMATORS = {
+    "gae": "it needs a critic and returns value targets",
+    "setpo": "it would add the credit twice",
+}
+
+
+def _as_list(values: Any) -> list:
+    return values.tolist() if hasattr(values, "tolist") else list(values)
+
+
+def check_base_estimator(adv_estimator: Any) -> str:
+    """The base estimator name, or a ValueError when the SetPO trainer mode cannot sit on top of it."""
+    name = getattr(adv_estimator, "value", adv_estimator)
+    if name in INCOMPATIBLE_ESTIMATORS:
+        raise ValueError(
+            f"trainer.v1.trainer_mode=setpo_sync cannot use algorithm.adv_estimator={name}: "
+            f"{INCOMPATIBLE_ESTIMATORS[name]}; use grpo (GRPO / GSPO / DAPO runs)"
+        )
+    return str(name)
+
+
+def shape_advantages(
+    data: TensorDict,
+    batch_keys: list[str],
+    tags: list[dict],
+    tokenizer: Any,
+    embedder: Embedder,
+    cfg: SetPOVerlConfig,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """A_bar + lambda * s on one batch as read from the TransferQueue (nested jagged fields).
+
+    Returns the new advantages as a jagged nested tensor (the layout to write back) and logging metrics.
+    Rows tagged ``is_padding`` (verl's batch-size padding) get no credit and do not join any group.
+    """
+    response_mask = data["response_mask"]
+    n = len(batch_keys)
+    if response_mask.size(0) != n or len(tags) != n:
+        raise ValueError(f"batch has {n} keys, {len(tags)} tags and {response_mask.size(0)} rows")
+    mask = response_mask.to_padded_tensor(0)
+    advantages = data["advantages"].to_padded_tensor(0.0)
+    responses_nt = data["responses"]
+    lengths = responses_nt.offsets().diff()
+    pad_id = getattr(tokenizer, "pad_token_id", None)
+    responses = responses_nt.to_padded_tensor(0 if pad_id is None else pad_id)
+    uids = _as_list(data["uid"])
+
+    final_rows, row_to_session = session_final_rows(batch_keys)
+    # the final output of every real (non-padding) session is what gets embedded and scored
+    rows = np.asarray([r for r in final_rows if not tags[r].get("is_padding", False)], dtype=np.int64)
+    row_uids = [uids[r] for r in rows]
+    texts = decode_responses(tokenizer, responses[rows], lengths[rows], cfg.skip_special_tokens)
+
+    t0 = time.perf_counter()
+    emb = embed_texts(embedder, texts)
+    t1 = time.perf_counter()
+    credits = credits_by_uid(emb, row_uids, g=cfg.shaping, small_group=cfg.small_group)
+    t2 = time.perf_counter()
+    by_row = torch.zeros(n, dtype=torch.float64)
+    by_row[torch.as_tensor(rows)] = credits
+    row_credits = by_row[torch.as_tensor(final_rows)][torch.as_tensor(row_to_session)]
+    shaped = add_credits_to_token_advantages(advantages, mask, row_credits, cfg.lam)
+
+    metrics = credit_metrics(credits, group_rows_by_uid(row_uids))
+    metrics["setpo/lambda"] = float(cfg.lam)
+    metrics["timing_s/setpo_embed"] = t1 - t0
+    metrics["timing_s/setpo_credit"] = t2 - t1
+    return response_to_nested(shaped, response_mask), metrics
+
+
+@register_trainer("setpo_sync")
+class SetPOTrainerSync(PPOTrainerSync):
+    """verl's sync trainer plus the SetPO credit (settings from the config's top-level ``setpo`` section)."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self._init_setpo()
+
+    def _build_replay_buffer(self):
+        # verl's base trainer branches on trainer_mode == "sync" (replay buffer class, prompt refills,
+        # checkpoint restore, batch submission); this mode is the sync trainer plus the credit, so it must
+        # take the sync branches. _build_replay_buffer is the first call after __init__ reads the mode.
+        self.trainer_mode = "sync"
+        return super()._build_replay_buffer()
+
+    def _init_setpo(self) -> None:
+        self.setpo_config = SetPOVerlConfig.from_mapping(self.config.get("setpo"))
+        check_base_estimator(self.config.algorithm.adv_estimator)
+        self._setpo_embedder: Embedder | None = None
+
+    @property
+    def setpo_embedder(self) -> Embedder:
+        """Built on first use, in this (trainer) process, on ``setpo.embed_device``."""
+        if self._setpo_embedder is None:
+            self._setpo_embedder = embedder_from_config(self.setpo_config)
+        return self._setpo_embedder
+
+    def _compute_advantage(self, batch, metrics: dict):
+        batch = super()._compute_advantage(batch, metrics)
+        if self.setpo_config.lam == 0:
+            return batch
+        t0 = time.perf_counter()
+        data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=SETPO_FIELDS)
+        shaped, setpo_metrics = shape_advantages(
+            data, batch.keys, batch.tags, self.tokenizer, self.setpo_embedder, self.setpo_config
+        )
+        batch = tq.kv_batch_put(
+            keys=batch.keys,
+            partition_id=batch.partition_id,
+            fields=TensorDict({"advantages": shaped}, batch_size=len(batch)),
+        )
+        setpo_metrics["timing_s/setpo"] = time.perf_counter() - t0
+        metrics.update(setpo_metrics)
+        return batch

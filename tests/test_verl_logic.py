@@ -1,0 +1,271 @@
+"""The verl adapter's pure pieces (no verl import): uid grouping, credits per group, token broadcast, config,
+decoding, the reward function, and the generated full-scale launch scripts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import setpo
+from setpo.embedders import HashedNgramEmbedder
+from setpo.integrations.verl import (
+    PAPER_LAMBDA,
+    SetPOVerlConfig,
+    add_credits_to_token_advantages,
+    credit_metrics,
+    credits_by_uid,
+    credits_by_uid_reference,
+    group_rows_by_uid,
+    preset,
+    session_final_rows,
+)
+from setpo.integrations.verl.embedding import decode_responses, embed_texts, embedder_from_config
+from setpo.integrations.verl.reward import compute_score
+
+
+def test_importing_the_package_does_not_import_verl():
+    code = "import sys, setpo.integrations.verl as v, setpo.integrations.verl.reward; print('verl' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+# ----------------------------------------------------------------------------- grouping
+
+
+def test_group_rows_by_uid_first_appearance_order_and_inactive_rows():
+    uids = np.array(["b", "a", "b", "c", "a", "b"], dtype=object)
+    groups = group_rows_by_uid(uids, active=np.array([True, True, True, True, False, True]))
+    assert [g.tolist() for g in groups] == [[0, 2, 5], [1], [3]]
+    with pytest.raises(ValueError, match="no uid"):
+        group_rows_by_uid(["a", None])
+    with pytest.raises(ValueError, match="boolean array"):
+        group_rows_by_uid(["a", "b"], active=[1, 0])
+
+
+def test_session_final_rows_mirrors_verl_multi_trajectory_keys():
+    keys = ["p_a_0_0", "p_a_0_1", "p_a_1_0", "q_0_2", "q_0_0", "q_0_1"]
+    final, row_to_session = session_final_rows(keys)
+    assert final.tolist() == [1, 2, 3]
+    assert row_to_session.tolist() == [0, 0, 1, 2, 2, 2]
+    with pytest.raises(ValueError, match="not of the form"):
+        session_final_rows(["no-index"])
+
+
+# ----------------------------------------------------------------------------- credits
+
+
+@st.composite
+def grouped_rollouts(draw):
+    sizes = draw(st.lists(st.integers(1, 7), min_size=1, max_size=5))
+    seed = draw(st.integers(0, 2**31 - 1))
+    gen = torch.Generator().manual_seed(seed)
+    n = sum(sizes)
+    emb = torch.randn(n, 4, generator=gen, dtype=torch.float64)
+    if n > 2 and draw(st.booleans()):
+        emb[2] = emb[0]  # duplicate
+    if n > 3 and draw(st.booleans()):
+        emb[3] = 0.0  # an empty output embedded as the zero vector
+    uids = np.array([f"u{g}" for g, k in enumerate(sizes) for _ in range(k)], dtype=object)
+    perm = torch.randperm(n, generator=gen).numpy()
+    active = np.array([draw(st.integers(0, 4)) > 0 for _ in range(n)], dtype=bool)  # ~1 in 5 rows is padding
+    return emb[perm], uids[perm], active
+
+
+@given(grouped_rollouts())
+def test_fast_credits_match_the_brute_force_reference(case):
+    emb, uids, active = case
+    fast = credits_by_uid(emb, uids, active=active)
+    ref = credits_by_uid_reference(emb, uids, active=active)
+    torch.testing.assert_close(fast, ref, rtol=0, atol=1e-12)
+
+
+def test_one_group_equals_the_core_functions():
+    emb = torch.randn(6, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    got = credits_by_uid(emb, ["x"] * 6)
+    torch.testing.assert_close(got, setpo.loo_credits(setpo.cosine_kernel(emb)), rtol=0, atol=1e-14)
+
+
+def test_credits_are_permutation_equivariant_and_groups_independent():
+    gen = torch.Generator().manual_seed(1)
+    emb = torch.randn(9, 3, dtype=torch.float64, generator=gen)
+    uids = np.array(["a"] * 4 + ["b"] * 5, dtype=object)
+    base = credits_by_uid(emb, uids)
+    perm = torch.randperm(9, generator=gen).numpy()
+    torch.testing.assert_close(credits_by_uid(emb[perm], uids[perm]), base[perm], rtol=0, atol=1e-14)
+    alone = credits_by_uid(emb[:4], uids[:4])
+    torch.testing.assert_close(base[:4], alone, rtol=0, atol=1e-14)
+
+
+def test_small_groups_and_inactive_rows():
+    emb = torch.randn(7, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    uids = ["a", "a", "b", "b", "b", "c", "b"]
+    s = credits_by_uid(emb, uids)
+    assert s[[0, 1, 5]].abs().sum() == 0 and s[[2, 3, 4, 6]].abs().sum() > 0
+    with pytest.raises(ValueError, match="uid group 'a' has 2"):
+        credits_by_uid(emb, uids, small_group="raise")
+    active = np.array([True, True, True, True, False, True, True])
+    s2 = credits_by_uid(emb, uids, active=active)
+    assert s2[4] == 0
+    torch.testing.assert_close(s2[[2, 3, 6]], credits_by_uid(emb[[2, 3, 6]], ["b"] * 3), rtol=0, atol=1e-14)
+    with pytest.raises(ValueError, match="shape"):
+        credits_by_uid(emb[:3], uids)
+    with pytest.raises(ValueError, match="small_group"):
+        credits_by_uid(emb, uids, small_group="drop")
+
+
+def test_credit_metrics_over_scored_groups_only():
+    s = torch.tensor([0.5, -0.5, 0.1, 9.0, 9.0], dtype=torch.float64)
+    m = credit_metrics(s, [np.array([0, 1, 2]), np.array([3, 4])])
+    assert m["setpo/num_groups"] == 2 and m["setpo/num_small_groups"] == 1
+    assert m["setpo/credit_max"] == 0.5 and m["setpo/credit_min"] == -0.5
+
+
+# ----------------------------------------------------------------------------- token broadcast
+
+
+def test_token_broadcast_follows_the_mask_and_lambda_zero_is_exact():
+    adv = torch.tensor([[1.0, 1.0, 0.0], [-2.0, 0.0, 0.0], [0.5, 0.5, 0.5]])
+    mask = torch.tensor([[1, 1, 0], [1, 0, 0], [1, 1, 1]])
+    s = torch.tensor([0.1, -0.2, 0.3], dtype=torch.float64)
+    out = add_credits_to_token_advantages(adv, mask, s, lam=2.0)
+    want = adv + 2.0 * torch.tensor([0.1, -0.2, 0.3]).unsqueeze(-1) * mask
+    torch.testing.assert_close(out, want, rtol=0, atol=1e-7)
+    assert out.dtype == adv.dtype and bool((out[mask == 0] == 0).all())
+    assert torch.equal(add_credits_to_token_advantages(adv, mask, s, lam=0.0), adv)
+    with pytest.raises(ValueError, match="credits must have shape"):
+        add_credits_to_token_advantages(adv, mask, s[:2], lam=1.0)
+    with pytest.raises(ValueError, match="lambda"):
+        add_credits_to_token_advantages(adv, mask, s, lam=-1.0)
+    with pytest.raises(ValueError, match="NaN"):
+        add_credits_to_token_advantages(adv, mask, torch.tensor([float("nan"), 0.0, 0.0]), lam=1.0)
+
+
+# ----------------------------------------------------------------------------- config
+
+
+def test_config_from_the_hydra_section():
+    cfg = SetPOVerlConfig.from_mapping({"lambda": 0.2, "embedder": "hashed", "embed_device": "cpu"})
+    assert cfg.lam == 0.2 and cfg.embedder == "hashed"
+    for bad, match in [
+        ({"lamda": 0.1}, "unknown key"),
+        ({"lambda": -1}, "lambda"),
+        ({"lambda": float("nan")}, "lambda"),
+        ({"embed_device": "tpu"}, "embed_device"),
+        ({"shaping": "nope"}, "nope"),
+        ({"small_group": "drop"}, "small_group"),
+        ({"lambda": 0.1, "lam": 0.1}, "not both"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            SetPOVerlConfig.from_mapping(bad)
+
+
+def test_overrides_round_trip():
+    cfg = SetPOVerlConfig(lam=0.1, embedder="minilm", embedder_kwargs={"batch_size": 8})
+    parsed: dict = {}
+    for o in cfg.as_overrides():
+        key, value = o.removeprefix("+setpo.").split("=", 1)
+        target = parsed
+        *parents, leaf = key.split(".")
+        for p in parents:
+            target = target.setdefault(p, {})
+        target[leaf] = {"true": True, "false": False}.get(value, value)
+    parsed["lambda"] = float(parsed["lambda"])
+    parsed["embedder_kwargs"] = {k: int(v) for k, v in parsed["embedder_kwargs"].items()}
+    assert SetPOVerlConfig.from_mapping(parsed) == cfg
+
+
+def test_presets_carry_the_paper_lambdas():
+    assert PAPER_LAMBDA == {"grpo": 0.05, "gspo": 0.1, "dapo": 0.2, "grpo_32b": 0.1, "countdown": 0.5}
+    assert preset("dapo").lam == 0.2 and preset("countdown", embed_device="cuda").embed_device == "cuda"
+    with pytest.raises(ValueError, match="unknown SetPO preset"):
+        preset("ppo")
+
+
+# ----------------------------------------------------------------------------- decoding and embedding
+
+
+class _Tok:
+    def batch_decode(self, ids, skip_special_tokens=True):
+        return ["".join(chr(96 + i) for i in row) for row in ids]
+
+
+def test_decode_uses_each_row_length():
+    responses = torch.tensor([[1, 2, 3, 0], [4, 4, 0, 0], [5, 0, 0, 0]])
+    assert decode_responses(_Tok(), responses, [3, 2, 0]) == ["abc", "dd", ""]
+    with pytest.raises(ValueError, match="lengths"):
+        decode_responses(_Tok(), responses, [3, 2])
+    with pytest.raises(ValueError, match="lie in"):
+        decode_responses(_Tok(), responses, [3, 2, 9])
+
+
+def test_embedder_from_config_and_embed_texts():
+    emb = embedder_from_config(SetPOVerlConfig(embedder="hashed"))
+    assert isinstance(emb, HashedNgramEmbedder)
+    e = embed_texts(emb, ["a b", "a b", "zzz"])
+    assert e.shape[0] == 3 and torch.equal(e[0], e[1])
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no CUDA device"):
+            embedder_from_config(SetPOVerlConfig(embedder="hashed", embed_device="cuda"))
+
+
+# ----------------------------------------------------------------------------- reward
+
+
+def test_reward_dispatch_countdown_and_math():
+    truth = {"target": 24, "numbers": np.array([4, 6, 1])}
+    assert compute_score("countdown", "<answer>4*6*1</answer>", truth) == 1.0
+    assert compute_score("countdown", "<answer>4*6</answer>", truth) == pytest.approx(0.1)
+    assert compute_score("countdown", "no tags", truth) == 0.0
+    with pytest.raises(ValueError, match="target"):
+        compute_score("countdown", "<answer>1</answer>", 24)
+    assert compute_score("gsm8k", "so the answer is \\boxed{18}", "18") == 1.0
+    assert compute_score("math500", "\\boxed{\\frac{1}{2}}", "0.5") == 1.0
+    assert compute_score("gsm8k", "\\boxed{17}", "18") == 0.0
+
+
+# ----------------------------------------------------------------------------- launch scripts
+
+
+def test_generated_launch_scripts_are_up_to_date_and_parse():
+    from reproduce.scale.generate import SCRIPTS, expected_files
+
+    files = expected_files()
+    stale = [p.name for p, text in files.items() if not p.exists() or p.read_text() != text]
+    assert not stale, f"run python -m reproduce.scale.generate; stale: {stale}"
+    extra = sorted(set(SCRIPTS.glob("*.sh")) - set(files))
+    assert not extra, f"scripts not in the settings table: {extra}"
+    for path in files:
+        if path.suffix == ".sh":
+            out = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
+            assert out.returncode == 0, f"{path.name}: {out.stderr}"
+
+
+def test_settings_cover_every_paper_run_with_its_hyperparameters():
+    from reproduce.scale.settings import SEEDS, SETTINGS, estimate
+
+    assert SEEDS == (1, 2, 3, 4, 5)
+    runs = {(s.table, s.base, s.model, s.n, s.kl, s.lam is not None) for s in SETTINGS.values()}
+    assert len(runs) == len(SETTINGS) == 22
+    t6 = SETTINGS["table6_setpo_dapo_math7b"]
+    t6_values = (t6.clip_low, t6.clip_high, t6.lam, t6.lr, t6.batch, t6.n, t6.temperature)
+    assert t6_values == (0.2, 0.28, 0.2, 1e-6, 64, 6, 0.9)
+    t5 = SETTINGS["table5_setpo_gspo_math1.5b"]
+    assert (t5.clip_low, t5.clip_high, t5.lam, t5.max_response, t5.epochs) == (3e-4, 4e-4, 0.1, 756, 2)
+    t7 = SETTINGS["table7_setpo_grpo_qwen32b"]
+    assert (t7.batch, t7.mini_batch, t7.kl, t7.epochs, t7.max_response, t7.lam) == (1024, 256, 1e-3, 15, 4096, 0.1)
+    t8 = [s for s in SETTINGS.values() if s.table == 8]
+    assert {(s.n, s.kl) for s in t8} == {(3, 1e-3), (7, 1e-3), (3, 5e-3), (7, 5e-3)}
+    assert all(s.lam in (None, 0.5) and s.max_response == 2048 and s.batch == 128 for s in t8)
+    for name, s in SETTINGS.items():
+        e = estimate(s)
+        assert e.steps > 0 and e.gpu_hours_per_seed > 0
+        if s.lam is not None:
+            base = SETTINGS[name.replace("setpo_", "")]
+            assert estimate(base).gpu_hours_per_seed < e.gpu_hours_per_seed
