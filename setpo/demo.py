@@ -7,15 +7,16 @@ import torch
 from setpo import cosine_kernel, group_advantages, local_mass, loo_credits, set_diversity, setpo_advantages
 from setpo.embedders.hashed import HashedNgramEmbedder
 
-# One prompt's group of G = 6 rollouts for the Countdown problem "make 16 from 3, 5, 2": four
-# correct answers, three of them the same expression, plus two wrong ones.
+# One prompt's group of G = 6 rollouts for the Countdown problem "make 13 from 3, 5, 2" (TinyZero reward:
+# 1.0 correct, 0.1 well-formed but wrong, 0 without an answer): the same correct expression twice, a
+# commuted copy of it, a genuinely different correct one, a wrong one and one without an answer.
 GROUP = [
-    ("<answer>(3 + 5) * 2</answer>", 1.0),
-    ("<answer>(3 + 5) * 2</answer>", 1.0),
-    ("<answer>(5 + 3) * 2</answer>", 1.0),
-    ("<answer>2 * 5 + 3 * 2</answer>", 1.0),
+    ("<answer>5 * 2 + 3</answer>", 1.0),
+    ("<answer>5 * 2 + 3</answer>", 1.0),
+    ("<answer>2 * 5 + 3</answer>", 1.0),
+    ("<answer>3 * 5 - 2</answer>", 1.0),
     ("<answer>3 * 5 + 2</answer>", 0.1),
-    ("I think the answer is 17", 0.0),
+    ("I think the answer is 13", 0.0),
 ]
 LAMBDA = 0.5  # the paper's Countdown value (Table 8)
 
@@ -36,7 +37,7 @@ def main() -> None:
             f"{a_bar[i].item():>7.3f} {a_hat[i].item():>7.3f}"
         )
     dup = s[:2].mean().item()
-    print(f"\nThe duplicated correct answer gets credit {dup:.4f}; the distinct correct one {s[3].item():.4f}.")
+    print(f"\nThe duplicated correct answer gets credit {dup:.4f}; the different correct one {s[3].item():.4f}.")
     print("Every rollout gets its credit, correct or not; lambda keeps it small beside the reward advantage.")
 
 

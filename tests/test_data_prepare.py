@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from bench_paths import BENCH, needs_bench
 
 from setpo.data import (
     MATH_INSTRUCTION,
@@ -21,9 +21,6 @@ from setpo.data import (
     source_table,
 )
 from setpo.data.prepare import main as prepare_main
-
-BENCH = Path(os.environ.get("SETPO_BENCHMARK_DIR", "/work/shared/data/benchmarks"))
-needs_bench = pytest.mark.skipif(not BENCH.is_dir(), reason=f"benchmark copies not found at {BENCH}")
 
 
 def _jsonl(path: Path, rows: list[dict]) -> None:

@@ -197,7 +197,8 @@ PARAPHRASES = [
 
 @pytest.fixture(scope="module")
 def minilm():
-    pytest.importorskip("sentence_transformers")
+    import sentence_transformers  # noqa: F401
+
     return build_embedder("minilm")
 
 
@@ -273,7 +274,8 @@ class FakeSentenceTransformer:
 
 @pytest.fixture
 def fake_st(monkeypatch):
-    st = pytest.importorskip("sentence_transformers")
+    import sentence_transformers as st
+
     FakeSentenceTransformer.built = []
     FakeSentenceTransformer.output = None
     monkeypatch.setattr(st, "SentenceTransformer", FakeSentenceTransformer)
@@ -357,7 +359,8 @@ def test_mean_pool_bad_input(hidden, mask, match):
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    pytest.importorskip("transformers")
+    import transformers  # noqa: F401
+
     from setpo.tiny import build_tiny_model, load_tiny
 
     path = build_tiny_model(tmp_path_factory.mktemp("tiny") / "m", hidden_size=32, num_layers=2, num_heads=2)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
+from bench_paths import BENCH, needs_bench
 
 from setpo.data import prepare_datasets, read_prepared
 from setpo.eval import (
@@ -35,8 +34,6 @@ from setpo.eval import (
 )
 from setpo.eval.generate import vllm_available
 
-BENCH = Path(os.environ.get("SETPO_BENCHMARK_DIR", "/work/shared/data/benchmarks"))
-needs_bench = pytest.mark.skipif(not BENCH.is_dir(), reason=f"benchmark copies not found at {BENCH}")
 verifier = MathVerifier()
 
 

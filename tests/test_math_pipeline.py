@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-from pathlib import Path
 
 import pytest
+from bench_paths import BENCH, needs_bench
 
 from reproduce.common import RunExistsError
 from reproduce.math_pipeline import (
@@ -18,9 +17,6 @@ from reproduce.math_pipeline import (
     main,
     method_label,
 )
-
-BENCH = Path(os.environ.get("SETPO_BENCHMARK_DIR", "/work/shared/data/benchmarks"))
-needs_bench = pytest.mark.skipif(not BENCH.is_dir(), reason=f"benchmark copies not found at {BENCH}")
 
 
 @pytest.mark.parametrize("name", sorted(PROFILES))

@@ -8,11 +8,9 @@ import sys
 
 import pytest
 import torch
+import transformers  # noqa: F401
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-pytest.importorskip("transformers")
-
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast  # noqa: E402
 
 from setpo.tiny import DEFAULT_ALPHABET, build_char_tokenizer, build_tiny_model, load_tiny  # noqa: E402

@@ -6,9 +6,8 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+import trl  # noqa: F401  (required: a broken install must fail, not skip)
 import yaml
-
-pytest.importorskip("trl")
 
 from setpo.integrations.trl import PRESETS, SetPOConfig, available_presets, get_preset, preset_to_yaml  # noqa: E402
 

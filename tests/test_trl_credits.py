@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-pytest.importorskip("trl")
+import trl  # noqa: F401  (required: a broken install must fail, not skip)
 
 from setpo.core import cosine_kernel, loo_credits, set_diversity  # noqa: E402
 from setpo.embedders import HashedNgramEmbedder  # noqa: E402

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-pytest.importorskip("trl")
+import trl  # noqa: F401  (required: a broken install must fail, not skip)
 
 from setpo.integrations.trl import GroupRewardFunction, gapo_reward_func, score_gathered  # noqa: E402
 from setpo.rewards import gapo_rewards  # noqa: E402

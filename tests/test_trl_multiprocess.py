@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-
-pytest.importorskip("trl")
+import trl  # noqa: F401  (required: a broken install must fail, not skip)
 
 from setpo.core import cosine_kernel, group_advantages, loo_credits  # noqa: E402
 from setpo.embedders import build_embedder  # noqa: E402

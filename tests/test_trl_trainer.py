@@ -7,9 +7,7 @@ import math
 
 import pytest
 import torch
-
-pytest.importorskip("trl")
-
+import trl  # noqa: F401  (required: a broken install must fail, not skip)
 from datasets import Dataset  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 

@@ -7,6 +7,8 @@ import torch
 
 def as_float_tensor(x, name: str) -> torch.Tensor:
     """Return `x` as a floating torch tensor (numpy/lists accepted), raising on integer or complex input."""
+    if isinstance(x, (str, bytes)):
+        raise ValueError(f"{name} must be a floating-point tensor, got {type(x).__name__}")
     t = torch.as_tensor(x)
     if not torch.is_floating_point(t):
         if t.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
@@ -22,6 +24,21 @@ def check_finite(t: torch.Tensor, name: str) -> None:
         n_nan = int(torch.isnan(t).sum())
         n_inf = int(bad.sum()) - n_nan
         raise ValueError(f"{name} contains {n_nan} NaN and {n_inf} inf value(s)")
+
+
+def check_kernel_values(K: torch.Tensor, name: str = "kernel") -> None:
+    """Raise ValueError unless every entry of K is finite and in [-1, 1] (a similarity; one min/max pass)."""
+    if K.numel() == 0:
+        return
+    lo, hi = torch.aminmax(K)
+    tol = 16 * torch.finfo(K.dtype).eps
+    if bool(lo >= -1 - tol) and bool(hi <= 1 + tol):
+        return
+    check_finite(K, name)
+    raise ValueError(
+        f"{name} values must lie in [-1, 1] (similarities), got min {lo.item():.4g} and max {hi.item():.4g}; "
+        "build it with setpo.cosine_kernel"
+    )
 
 
 def check_square(K: torch.Tensor, name: str = "kernel") -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Literal
 
 import torch
@@ -22,7 +23,7 @@ def group_advantages(rewards, group_size: int, scale: RewardScale = "group", eps
     r = as_float_tensor(rewards, "rewards")
     if r.dim() == 0:
         raise ValueError("rewards must have at least one dimension (..., N)")
-    if not isinstance(group_size, int) or group_size < 2:
+    if isinstance(group_size, bool) or not isinstance(group_size, numbers.Integral) or group_size < 2:
         raise ValueError(f"group_size must be an integer >= 2 for a group-relative baseline, got {group_size!r}")
     if r.shape[-1] % group_size != 0:
         raise ValueError(f"number of rewards {r.shape[-1]} is not divisible by group_size {group_size}")
@@ -31,12 +32,14 @@ def group_advantages(rewards, group_size: int, scale: RewardScale = "group", eps
     if not (eps >= 0 and math.isfinite(eps)):
         raise ValueError(f"eps must be finite and >= 0, got {eps}")
     check_finite(r, "rewards")
+    group_size = int(group_size)
     grouped = r.reshape(*r.shape[:-1], -1, group_size)
     centred = grouped - grouped.mean(-1, keepdim=True)
-    if scale == "group":
-        centred = centred / (grouped.std(-1, keepdim=True) + eps)
-    elif scale == "batch":
-        centred = centred / (r.std(-1, keepdim=True).unsqueeze(-1) + eps)
+    if scale != "none":
+        std = grouped.std(-1, keepdim=True) if scale == "group" else r.std(-1, keepdim=True).unsqueeze(-1)
+        if eps == 0 and bool((std == 0).any()):
+            raise ValueError("a group (or batch) has tied rewards, so its std is 0: use eps > 0 or scale='none'")
+        centred = centred / (std + eps)
     return centred.reshape(r.shape)
 
 
@@ -46,8 +49,10 @@ def setpo_advantages(base_advantages, credits, lam: float) -> torch.Tensor:
     s = as_float_tensor(credits, "credits")
     if a.shape != s.shape:
         raise ValueError(f"base_advantages shape {tuple(a.shape)} and credits shape {tuple(s.shape)} differ")
-    lam = float(lam)
-    if not (math.isfinite(lam) and lam >= 0):
-        raise ValueError(f"lambda must be finite and >= 0, got {lam}")
+    if isinstance(lam, torch.Tensor) and lam.numel() == 1:
+        lam = lam.item()
+    if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not (math.isfinite(lam) and lam >= 0):
+        raise ValueError(f"lambda must be a finite real number >= 0, got {lam!r}")
+    check_finite(a, "base_advantages")
     check_finite(s, "credits")
-    return a + lam * s
+    return a + float(lam) * s.to(a.dtype)

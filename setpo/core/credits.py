@@ -6,8 +6,13 @@ from typing import Literal
 
 import torch
 
-from setpo.core._checks import check_finite
-from setpo.core.diversity import ShapingSpec, set_diversity, unchecked_local_mass, validate_kernel
+from setpo.core.diversity import (
+    ShapingSpec,
+    check_finite_output,
+    set_diversity,
+    unchecked_local_mass,
+    validate_kernel,
+)
 from setpo.core.shaping import get_shaping
 
 SmallGroupPolicy = Literal["raise", "zero"]
@@ -32,9 +37,7 @@ def loo_credits(K, g: ShapingSpec = "neglog1p", on_small_group: SmallGroupPolicy
     early = _small_group(K, on_small_group)
     if early is not None:
         return early
-    # Values are checked on the O(G) output rather than the O(G^2) input: NaN/inf anywhere in a group's
-    # kernel reaches its credits, so the full scan only runs to explain a failure.
-    K, G = validate_kernel(K, 3, "the leave-one-out credits", check_values=False)
+    K, G = validate_kernel(K, 3, "the leave-one-out credits")
     shaping = get_shaping(g)
     m = unchecked_local_mass(K)  # (..., G), index j
     g_m = shaping(m)
@@ -45,14 +48,7 @@ def loo_credits(K, g: ShapingSpec = "neglog1p", on_small_group: SmallGroupPolicy
     # then remove exactly g(m_i) from the column sum.
     Mt.diagonal(dim1=-2, dim2=-1).copy_(m)
     d_loo = (shaping(Mt).sum(-2) - g_m) / (G - 1)
-    credits = d_full - d_loo
-    if not bool(torch.isfinite(credits).all()):
-        check_finite(K, "kernel")
-        raise ValueError(
-            f"credits are not finite although the kernel is: shaping {shaping.name!r} is undefined at some "
-            "local mass (kernel values outside [0, 1]?)"
-        )
-    return credits
+    return check_finite_output(d_full - d_loo, shaping.name, "the credits")
 
 
 def loo_credits_reference(K, g: ShapingSpec = "neglog1p") -> torch.Tensor:

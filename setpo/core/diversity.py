@@ -6,20 +6,29 @@ from typing import Union
 
 import torch
 
-from setpo.core._checks import as_float_tensor, check_finite, check_group_size, check_square
+from setpo.core._checks import as_float_tensor, check_group_size, check_kernel_values, check_square
 from setpo.core.shaping import Fn, Shaping, get_shaping
 
 ShapingSpec = Union[str, Shaping, Fn]
 
 
-def validate_kernel(K, minimum: int, what: str, check_values: bool = True) -> tuple[torch.Tensor, int]:
-    """Return (K as a float tensor, G) after checking shape (..., G, G), G >= minimum and (optionally) finiteness."""
+def validate_kernel(K, minimum: int, what: str) -> tuple[torch.Tensor, int]:
+    """Return (K as a float tensor, G) after checking shape (..., G, G), G >= minimum and values finite in [-1, 1]."""
     K = as_float_tensor(K, "kernel")
     G = check_square(K)
     check_group_size(G, minimum, what)
-    if check_values:
-        check_finite(K, "kernel")
+    check_kernel_values(K)
     return K, G
+
+
+def check_finite_output(out: torch.Tensor, g_name: str, what: str) -> torch.Tensor:
+    """Raise a clear ValueError when g was evaluated outside its domain (e.g. -log(1+x) at x <= -1)."""
+    if not bool(torch.isfinite(out).all()):
+        raise ValueError(
+            f"{what} is not finite: shaping {g_name!r} is undefined at some local mass "
+            "(negative similarities from an unclamped kernel?)"
+        )
+    return out
 
 
 def unchecked_local_mass(K: torch.Tensor) -> torch.Tensor:
@@ -35,4 +44,5 @@ def local_mass(K) -> torch.Tensor:
 
 def set_diversity(K, g: ShapingSpec = "neglog1p") -> torch.Tensor:
     """D(S) = 1/|S| sum_{y in S} g(m_hat(y; S)) (paper eq. 4); (..., G, G) -> (...)."""
-    return get_shaping(g)(local_mass(K)).mean(-1)
+    shaping = get_shaping(g)
+    return check_finite_output(shaping(local_mass(K)).mean(-1), shaping.name, "D(S)")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from setpo.core._checks import as_float_tensor, check_finite, check_square
+from setpo.core._checks import as_float_tensor, check_finite, check_kernel_values, check_square
 from setpo.core.diversity import ShapingSpec
 from setpo.core.shaping import get_shaping
 
@@ -18,7 +18,9 @@ def _validate(p, K) -> tuple[torch.Tensor, torch.Tensor]:
     if p.shape[-1:] != (N,) or p.shape[:-1] != K.shape[:-2]:
         raise ValueError(f"weights p shape {tuple(p.shape)} does not match kernel shape {tuple(K.shape)}")
     check_finite(p, "weights p")
-    check_finite(K, "kernel")
+    check_kernel_values(K)
+    if p.dtype != K.dtype:
+        raise ValueError(f"weights p ({p.dtype}) and kernel ({K.dtype}) must have the same dtype")
     if bool((p < 0).any()):
         raise ValueError("weights p must be non-negative")
     total = p.sum(-1)

@@ -32,6 +32,8 @@ def cosine_kernel(
         raise ValueError(f"embeddings must have shape (..., G, d), got {tuple(e.shape)}")
     if e.shape[-1] == 0:
         raise ValueError("embeddings have dimension d=0")
+    if not isinstance(clamp, bool):
+        raise ValueError(f"clamp must be True or False, got {clamp!r}")
     if on_zero_norm not in ("isolate", "raise"):
         raise ValueError(f"unknown on_zero_norm option {on_zero_norm!r}; use 'isolate' or 'raise'")
     check_finite(e, "embeddings")

@@ -32,6 +32,10 @@ _REGISTRY: dict[str, Shaping] = {}
 
 def register_shaping(name: str, g: Fn, dg: Fn, d2g: Fn) -> Shaping:
     """Register a shaping function under `name` (refuses to overwrite an existing name)."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"shaping name must be a non-empty string, got {name!r}")
+    if not all(callable(f) for f in (g, dg, d2g)):
+        raise ValueError("g, dg and d2g must be callables")
     if name in _REGISTRY:
         raise ValueError(f"shaping function {name!r} is already registered")
     _REGISTRY[name] = Shaping(name, g, dg, d2g)
@@ -80,21 +84,21 @@ register_shaping(
     dg=lambda x: -1.0 / (1.0 + x),
     d2g=lambda x: 1.0 / (1.0 + x) ** 2,
 )
-# Linear g(x) = 1 - x: D becomes 1 - mean pairwise similarity; g'' = 0 so Thm C.5's condition holds.
+# Linear g(x) = 1 - x (eq. 4 with linear g): D = 1 - mean pairwise similarity; g'' = 0, so Thm C.5's condition holds.
 register_shaping(
     "linear",
     g=lambda x: 1.0 - x,
     dg=lambda x: -torch.ones_like(x),
     d2g=lambda x: torch.zeros_like(x),
 )
-# g(x) = exp(-x): strictly decreasing, satisfies m g'' < -2 g' for m < 2.
+# g(x) = exp(-x): strictly decreasing; the curvature condition of Thm C.5 (3.5), m g'' < -2 g', holds for m < 2.
 register_shaping(
     "exp",
     g=lambda x: torch.exp(-x),
     dg=lambda x: -torch.exp(-x),
     d2g=lambda x: torch.exp(-x),
 )
-# g(x) = 1 / (1 + x): strictly decreasing, m g'' < -2 g' for every m >= 0.
+# g(x) = 1 / (1 + x): strictly decreasing; Thm C.5's curvature condition m g'' < -2 g' holds for every m >= 0.
 register_shaping(
     "inverse",
     g=lambda x: 1.0 / (1.0 + x),

@@ -6,7 +6,7 @@ import numpy as np
 
 
 def pass_at_k(n, c, k):
-    """pass@k = 1 - C(n-c, k) / C(n, k), 1 when n - c < k; n, c, k broadcast against each other.
+    """Unbiased pass@k = 1 - C(n-c, k) / C(n, k) (Chen et al. 2021, eq. 1), 1 when n - c < k; inputs broadcast.
 
     Evaluated in the product form 1 - prod_{i=n-c+1}^{n} (1 - k/i) as -expm1(sum log1p(-k/i)): relative
     error of order c * 1e-16, with no large binomials, for any n.
@@ -17,6 +17,9 @@ def pass_at_k(n, c, k):
         integral_float = v.dtype.kind == "f" and np.all(np.isfinite(v)) and np.all(v == np.round(v))
         if v.dtype.kind not in "iu" and not integral_float:
             raise ValueError(f"{name} must hold integers, got {v!r}")
+    for name, v in (("n", n_a), ("c", c_a), ("k", k_a)):
+        if v.size and v.dtype.kind in "uf" and np.max(v) > np.iinfo(np.int64).max:
+            raise ValueError(f"{name} is too large")
     n_a, c_a, k_a = np.broadcast_arrays(n_a.astype(np.int64), c_a.astype(np.int64), k_a.astype(np.int64))
     if np.any(n_a < 1):
         raise ValueError("n (samples per problem) must be >= 1")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import string
 import unicodedata
@@ -36,11 +37,21 @@ def gapo_rewards(
 
     ``answers`` holds N = B * G extracted answers (None for no answer), groups being G consecutive
     rows; ``valid_sets`` holds one collection of valid answers V per group (length B) or per row
-    (length N, equal within a group). ``form="absolute"`` uses 1 - |f - 1/L|; ``count="leave_one_out"``
-    estimates f without the scored rollout, (n_v - 1)/(n_valid - 1) (0 when it is the only valid one).
+    (length N, equal within a group). ``form="absolute"`` uses 1 - |f - 1/L| (as some restatements of the
+    paper write it); ``count="leave_one_out"`` estimates f without the scored rollout, (n_v - 1)/(n_valid - 1)
+    (0 when it is the only valid one), which removes the self-count bias of f as an estimate of the policy's
+    probability of that answer.
     """
-    if not isinstance(group_size, int) or group_size < 1:
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
         raise ValueError(f"group_size must be a positive integer, got {group_size!r}")
+    if isinstance(answers, (str, bytes)) or not isinstance(answers, Sequence):
+        raise ValueError(f"answers must be a sequence of strings (or None), got {type(answers).__name__}")
+    if any(a is not None and not isinstance(a, str) for a in answers):
+        raise ValueError("answers must hold strings (or None for no answer)")
+    if not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating-point dtype, got {dtype}")
+    if not math.isfinite(invalid_reward):
+        raise ValueError(f"invalid_reward must be finite, got {invalid_reward}")
     N = len(answers)
     if N == 0 or N % group_size != 0:
         raise ValueError(f"number of answers {N} must be a positive multiple of group_size {group_size}")

@@ -1,0 +1,89 @@
+"""Bad input raises a clear ValueError instead of giving a silent wrong number."""
+
+import numpy as np
+import pytest
+import torch
+
+import setpo
+
+
+def test_kernel_values_outside_minus_one_one_are_refused():
+    with pytest.raises(ValueError, match=r"\[-1, 1\]"):
+        setpo.loo_credits(torch.full((4, 4), 3.0))
+    with pytest.raises(ValueError, match=r"\[-1, 1\]"):
+        setpo.set_diversity(torch.full((2, 4, 4), -1.5))
+    gram = torch.randn(5, 16)
+    with pytest.raises(ValueError, match=r"\[-1, 1\]"):
+        setpo.loo_credits(gram @ gram.T)  # an unnormalised Gram matrix is not a similarity kernel
+    with pytest.raises(ValueError, match=r"\[-1, 1\]"):
+        setpo.influence(torch.full((3,), 1 / 3, dtype=torch.float64), torch.full((3, 3), 2.0, dtype=torch.float64))
+
+
+def test_nan_kernel_is_named_as_nan():
+    K = torch.eye(4)
+    K[1, 2] = float("nan")
+    with pytest.raises(ValueError, match="NaN"):
+        setpo.loo_credits(K)
+
+
+def test_shaping_outside_its_domain_is_refused_not_returned_as_inf():
+    e = torch.tensor([[1.0, 0.0], [-1.0, 0.0], [1.0, 0.0]])
+    K = setpo.cosine_kernel(e, clamp=False)  # a local mass of -1: -log(1 + m) is undefined there
+    with pytest.raises(ValueError, match="not finite"):
+        setpo.set_diversity(K)
+    with pytest.raises(ValueError, match="not finite"):
+        setpo.loo_credits(K)
+
+
+def test_clamp_must_be_a_bool():
+    with pytest.raises(ValueError, match="clamp"):
+        setpo.cosine_kernel(torch.randn(3, 4), clamp=None)
+
+
+def test_group_advantages_with_zero_eps_and_tied_rewards_raises():
+    with pytest.raises(ValueError, match="tied"):
+        setpo.group_advantages(torch.ones(6), 3, eps=0.0)
+    out = setpo.group_advantages(torch.tensor([0.0, 1.0, 2.0]), np.int64(3), eps=0.0)
+    assert torch.allclose(out, torch.tensor([-1.0, 0.0, 1.0]))
+
+
+def test_setpo_advantages_checks_base_and_lambda_and_keeps_base_dtype():
+    with pytest.raises(ValueError, match="base_advantages"):
+        setpo.setpo_advantages(torch.tensor([float("nan")]), torch.zeros(1), 0.1)
+    for bad in (True, "0.5", float("inf"), -0.1):
+        with pytest.raises(ValueError, match="lambda"):
+            setpo.setpo_advantages(torch.zeros(2), torch.zeros(2), bad)
+    out = setpo.setpo_advantages(torch.zeros(2, dtype=torch.float16), torch.ones(2, dtype=torch.float64), 0.5)
+    assert out.dtype == torch.float16 and torch.equal(out, torch.full((2,), 0.5, dtype=torch.float16))
+    tensor_lambda = setpo.setpo_advantages(torch.zeros(2), torch.ones(2), torch.tensor(0.25))
+    assert torch.equal(tensor_lambda, torch.full((2,), 0.25))
+
+
+def test_gapo_rewards_rejects_malformed_answers_and_options():
+    with pytest.raises(ValueError, match="answers"):
+        setpo.gapo_rewards("ab", [{"a"}], 2)
+    with pytest.raises(ValueError, match="strings"):
+        setpo.gapo_rewards(torch.tensor([1, 2]), [{"1"}], 2)
+    with pytest.raises(ValueError, match="dtype"):
+        setpo.gapo_rewards(["a", "b"], [{"a"}], 2, dtype=torch.int64)
+    with pytest.raises(ValueError, match="invalid_reward"):
+        setpo.gapo_rewards(["a", "b"], [{"a"}], 2, invalid_reward=float("nan"))
+    with pytest.raises(ValueError, match="group_size"):
+        setpo.gapo_rewards(["a", "b"], [{"a"}], True)
+
+
+def test_register_shaping_rejects_bad_entries():
+    with pytest.raises(ValueError, match="name"):
+        setpo.register_shaping("", torch.exp, torch.exp, torch.exp)
+    with pytest.raises(ValueError, match="callables"):
+        setpo.register_shaping("not-callable", 1.0, torch.exp, torch.exp)
+
+
+def test_influence_mixed_dtypes_are_named():
+    with pytest.raises(ValueError, match="dtype"):
+        setpo.influence(torch.full((3,), 1 / 3, dtype=torch.float32), torch.eye(3, dtype=torch.float64))
+
+
+def test_pass_at_k_rejects_values_beyond_int64():
+    with pytest.raises(ValueError, match="too large"):
+        setpo.pass_at_k(np.uint64(2**63 + 5), 1, 1)
