@@ -18,6 +18,6 @@ echo "== speed of the credits (benchmarks/bench_credits.py)"
 python benchmarks/bench_credits.py
 echo "== theory checks (python -m theory; writes paper_figures/theory_report.md)"
 python -m theory
-echo "== CPU-scale reproduction (python -m reproduce quick --publish)"
-python -m reproduce quick --publish "$@"
+echo "== CPU-scale reproduction (python -m reproduce quick; results and figures in runs/<experiment>/quick)"
+python -m reproduce quick "$@"
 echo "== main job finished in $(( $(date +%s) - start )) s"
