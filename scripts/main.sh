@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's main job on a CPU: set up the environment if needed, then the CPU-scale reproduction.
-# Results go to runs/<experiment>/quick (resumable: finished steps are skipped on a rerun); figures and
-# tables are published to paper_figures/. Pass --overwrite to recompute runs whose config changed.
+# Results and figures go to runs/<experiment>/quick (resumable: finished steps are skipped on a rerun);
+# the committed paper_figures/ are only replaced by an explicit `python -m reproduce NAME ... --publish`.
+# Extra arguments go to every experiment (e.g. --overwrite to recompute runs whose config changed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_env.sh
