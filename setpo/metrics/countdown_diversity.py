@@ -1,0 +1,70 @@
+"""Countdown solution diversity (SetPO paper, Table 3): diversity width and average mode.
+
+* diversity width: number of test problems with >= 2 distinct correct solutions among the samples;
+* average mode: mean number of distinct correct solutions over those problems.
+
+"Distinct" is counted at a chosen level of `setpo.tasks.countdown.canonical`: "string" (text without
+whitespace), "tree" (same expression, redundant parentheses ignored), "commutative" (operands of + and *
+swapped count as one) or "associative" (also regrouping of + - and * /).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+
+from setpo.tasks.countdown import CanonLevel, CountdownProblem, canonical, extract_answer, score_answer
+
+LEVELS: tuple[CanonLevel, ...] = ("string", "tree", "commutative", "associative")
+
+
+def distinct_correct(completions: Sequence[str], problem: CountdownProblem, level: CanonLevel = "tree") -> set[str]:
+    """Canonical keys (at `level`) of the completions whose answer solves `problem`."""
+    keys = set()
+    for c in completions:
+        if score_answer(c, problem.nums, problem.target)[1] == "correct":
+            keys.add(canonical(extract_answer(c), level))
+    return keys
+
+
+def diversity_width(counts: Sequence[int]) -> int:
+    """Number of problems with >= 2 distinct correct solutions (Table 3 "diversity width")."""
+    _check_counts(counts)
+    return sum(1 for c in counts if c >= 2)
+
+
+def average_mode(counts: Sequence[int]) -> float:
+    """Mean distinct-correct count over the problems counted by `diversity_width` (Table 3 "average mode");
+    NaN when no problem has two distinct correct solutions."""
+    _check_counts(counts)
+    wide = [c for c in counts if c >= 2]
+    return sum(wide) / len(wide) if wide else math.nan
+
+
+def table3_metrics(
+    samples: Sequence[Sequence[str]], problems: Sequence[CountdownProblem], levels: Sequence[CanonLevel] = LEVELS
+) -> dict[str, dict[str, float]]:
+    """Width, width share of the problems and average mode at each level, from `samples[i]` = completions of
+    `problems[i]`; also the per-problem distinct counts."""
+    if len(samples) != len(problems):
+        raise ValueError(f"{len(samples)} sample lists for {len(problems)} problems")
+    if not problems:
+        raise ValueError("no problems to score")
+    out = {}
+    for level in levels:
+        if level not in LEVELS:
+            raise ValueError(f"unknown level {level!r}; use one of {LEVELS}")
+        counts = [len(distinct_correct(s, p, level)) for s, p in zip(samples, problems)]
+        out[level] = {
+            "width": diversity_width(counts),
+            "width_share": diversity_width(counts) / len(problems),
+            "average_mode": average_mode(counts),
+            "counts": counts,
+        }
+    return out
+
+
+def _check_counts(counts: Sequence[int]) -> None:
+    if any(not isinstance(c, numbers.Integral) or isinstance(c, bool) or c < 0 for c in counts):
+        raise ValueError(f"counts must be non-negative ints, got {list(counts)[:8]}...")
