@@ -88,6 +88,20 @@ class RunDir:
         tmp.replace(self.path / "steps" / f"{step}.json")
 
 
+PAPER_FIGURES = Path(__file__).resolve().parent.parent / "paper_figures"
+
+
+def publish(files: list[Path], dest: Path) -> Path:
+    """Copy finished figures/tables, and the data file beside each PNG, into `dest` (asked for by --publish)."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in map(Path, files):
+        for sib in [f] + [f.with_suffix(s) for s in (".csv", ".json") if f.suffix == ".png"]:
+            if sib.exists():
+                shutil.copy2(sib, dest / sib.name)
+    return dest
+
+
 def save_figure(fig, path: str | Path, data: Any, overwrite: bool = True) -> Path:
     """Save a matplotlib figure as PNG with its data beside it (`.csv` for a DataFrame, else `.json`)."""
     path = Path(path).with_suffix(".png")

@@ -30,7 +30,7 @@ import torch
 import yaml
 from tqdm.auto import tqdm
 
-from reproduce.common import RunDir, save_figure, write_json
+from reproduce.common import RunDir, publish, save_figure, write_json
 from setpo.tasks.countdown import (
     AnswerEmbedder,
     CountdownProblem,
@@ -593,17 +593,6 @@ def figure_training(run: RunDir, prof: CountdownProfile) -> Path:
 # --------------------------------------------------------------------------- entry point
 
 
-def publish(files: list[Path], name: str = NAME) -> Path:
-    """Copy finished figures/tables (and the data beside each figure) into paper_figures/<name>/."""
-    dest = PAPER_FIGURES / name
-    dest.mkdir(parents=True, exist_ok=True)
-    for f in files:
-        for sib in [f] + [f.with_suffix(s) for s in (".csv", ".json") if f.suffix == ".png"]:
-            if sib.exists():
-                shutil.copy2(sib, dest / sib.name)
-    return dest
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
@@ -656,7 +645,7 @@ def main(argv: list[str] | None = None) -> int:
     print((run.path / "table3_countdown.md").read_text())
     print(f"wall time {wall:.1f} s; results in {run.path}")
     if args.publish:
-        print(f"published to {publish(files)}")
+        print(f"published to {publish(files, PAPER_FIGURES / NAME)}")
     return 0
 
 

@@ -36,7 +36,7 @@ import torch
 import yaml
 from tqdm.auto import tqdm
 
-from reproduce.common import RunDir, RunExistsError, save_figure, write_json
+from reproduce.common import RunDir, RunExistsError, publish, save_figure, write_json
 from setpo.metrics.diversity import (
     js_to_uniform,
     mean_pairwise_embedding_distance,
@@ -676,16 +676,6 @@ def training_figure(run: RunDir, cfg: GapoListsConfig, logs: dict) -> Path:
 PUBLISH_DIR = Path(__file__).resolve().parent.parent / "paper_figures" / NAME
 
 
-def publish(files: list[Path], dest: Path = PUBLISH_DIR) -> Path:
-    """Copy finished figures/tables (and the data beside each figure) into ``dest`` (paper_figures/gapo_lists/)."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for f in files:
-        for sib in [f] + [f.with_suffix(s) for s in (".csv", ".json") if f.suffix == ".png"]:
-            if sib.exists():
-                shutil.copy2(sib, dest / sib.name)
-    return dest
-
-
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -773,7 +763,7 @@ def main(argv: list[str] | None = None) -> int:
     print((run.path / "table.md").read_text())
     print(f"wall time {wall:.1f} s; results in {run.path}")
     if args.publish:
-        print(f"published to {publish(result['files'])}")
+        print(f"published to {publish(result['files'], PUBLISH_DIR)}")
     return 0
 
 

@@ -29,6 +29,7 @@ import yaml
 from tqdm.auto import tqdm
 
 from reproduce.common import RunDir, save_figure, write_json
+from reproduce.common import publish as common_publish
 from setpo.data import DatasetUnavailableError, get_spec, prepare_split, read_prepared
 from setpo.eval import (
     PAPER_COLUMNS,
@@ -462,13 +463,7 @@ def get_preset_model(preset: str) -> str | None:
 
 def publish(files: list[Path], name: str = NAME, root: Path | None = None) -> Path:
     """Copy finished figures/tables (and the data beside each figure) into <root>/paper_figures/<name>/."""
-    dest = (root or Path(__file__).resolve().parent.parent) / "paper_figures" / name
-    dest.mkdir(parents=True, exist_ok=True)
-    for f in files:
-        for sib in [f] + [f.with_suffix(s) for s in (".csv", ".json") if f.suffix == ".png"]:
-            if sib.exists():
-                shutil.copy2(sib, dest / sib.name)
-    return dest
+    return common_publish(files, (root or Path(__file__).resolve().parent.parent) / "paper_figures" / name)
 
 
 def run_pipeline(

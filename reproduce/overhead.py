@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from reproduce.common import RunDir, save_figure, write_json
+from reproduce.common import RunDir, publish, save_figure, write_json
 from setpo.tasks.countdown import generate_problems, make_prompt, trl_countdown_reward
 
 PAPER_FIGURES = Path(__file__).resolve().parent.parent / "paper_figures"
@@ -274,17 +274,6 @@ def table(run: RunDir, prof: OverheadProfile, summary: list[dict]) -> Path:
     return md
 
 
-def publish(files: list[Path], name: str = NAME) -> Path:
-    """Copy finished figures/tables (and the data beside each figure) into paper_figures/<name>/."""
-    dest = PAPER_FIGURES / name
-    dest.mkdir(parents=True, exist_ok=True)
-    for f in files:
-        for sib in [f] + [f.with_suffix(s) for s in (".csv", ".json") if f.suffix == ".png"]:
-            if sib.exists():
-                shutil.copy2(sib, dest / sib.name)
-    return dest
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
@@ -348,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     print((run.path / "overhead.md").read_text())
     print(f"wall time {wall:.1f} s; results in {run.path}")
     if args.publish:
-        print(f"published to {publish(files)}")
+        print(f"published to {publish(files, PAPER_FIGURES / NAME)}")
     return 0
 
 

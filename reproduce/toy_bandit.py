@@ -12,7 +12,6 @@ benefit starts and where it costs reward).
 from __future__ import annotations
 
 import argparse
-import shutil
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -21,7 +20,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from reproduce.common import RunDir, save_figure, write_json
+from reproduce.common import RunDir, publish, save_figure, write_json
 from setpo.tasks.toy_bandit import (
     BanditConfig,
     correct_entropy,
@@ -256,17 +255,6 @@ def _summary_tables(run: RunDir, prof: ToyProfile, results: dict) -> list[Path]:
     return [run.path / "summary.csv", md]
 
 
-def publish(files: list[Path], name: str = NAME) -> Path:
-    """Copy finished figures/tables (and the data beside each figure) into paper_figures/<name>/."""
-    dest = PAPER_FIGURES / name
-    dest.mkdir(parents=True, exist_ok=True)
-    for f in files:
-        for sib in [f] + [f.with_suffix(s) for s in (".csv", ".json") if f.suffix == ".png"]:
-            if sib.exists():
-                shutil.copy2(sib, dest / sib.name)
-    return dest
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
@@ -303,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     print((run.path / "summary.md").read_text())
     print(f"wall time {wall:.1f} s; results in {run.path}")
     if args.publish:
-        print(f"published to {publish(files)}")
+        print(f"published to {publish(files, PAPER_FIGURES / NAME)}")
     return 0
 
 
