@@ -38,8 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     ap.add_argument("--shaping", default="neglog1p")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     ap.add_argument("--json", default=None, help="also write the rows to this JSON file")
     args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     dtype = getattr(torch, args.dtype)
     g = get_shaping(args.shaping)
