@@ -576,15 +576,20 @@ def figure_training(run: RunDir, prof: CountdownProfile) -> Path:
                 }
             )  # fmt: skip
     df = pd.DataFrame(rows)
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    for (method, G, beta), d in df.groupby(["method", "G", "beta"]):
-        mean = d.groupby("step")["reward"].mean()
-        ls = "--" if method == "grpo" else "-"
-        ax.plot(mean.index, mean.values, ls=ls, label=f"{method_label(method)} G={G} KL={beta:g}")
-    ax.set_xlabel("RL step")
-    ax.set_ylabel("mean reward (TinyZero rule)")
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
+    fig, axes = plt.subplots(1, len(prof.group_sizes), figsize=(5.5 * len(prof.group_sizes), 3.6), squeeze=False)
+    window = max(1, prof.rl_steps // 10)
+    for ax, G in zip(axes[0], prof.group_sizes):
+        for (method, _), color in zip(methods(prof), COLORS):
+            for beta, ls in zip(prof.betas, ("-", "--", ":", "-.")):
+                d = df[(df.method == method) & (df.G == G) & (df.beta == beta)]
+                mean = d.groupby("step")["reward"].mean().rolling(window, min_periods=1).mean()
+                ax.plot(mean.index, mean.values, color=color, ls=ls, label=f"{method_label(method)}, KL={beta:g}")
+        ax.set_title(f"G={G} (mean over seeds, rolling mean of {window} steps)", fontsize=9)
+        ax.set_xlabel("RL step")
+        ax.set_ylabel("mean training reward (TinyZero rule)")
+        ax.grid(alpha=0.3)
+    axes[0][-1].legend(fontsize=7)
+    fig.tight_layout()
     path = save_figure(fig, run.path / "countdown_training", df)
     plt.close(fig)
     return path
