@@ -27,6 +27,11 @@ class Result:
         """The checking module."""
         return importlib.import_module(f"theory.{self.module}")
 
+    def scope(self) -> str:
+        """What the module's proof for a symbolic group size covers (GENERAL_SCOPE), or why it has none."""
+        module = self.load()
+        return getattr(module, "GENERAL_SCOPE", "") or getattr(module, "NO_GENERAL_PROOF", "")
+
     def run(self, quick: bool = False) -> list[CheckRecord]:
         """Every check of this result."""
         return self.load().run(quick)

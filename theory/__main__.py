@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             "python -m theory" + (" --quick" if args.quick else "") + (f" --only {args.only}" if args.only else "")
         )
         statements = {res.title: res.load().__doc__ or "" for res in chosen}
+        scopes = {res.load().RESULT: res.scope() for res in chosen}
         extra = consistency_table()
         if any(res.key == "arithmetic" for res in chosen):
             items = paper_arithmetic.audit()
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                 "",
             ]
             print(f"wrote {ARITHMETIC.relative_to(ROOT)} and {ARITHMETIC.with_suffix('.csv').relative_to(ROOT)}")
-        report.write(path, report.markdown(records, statements, command, extra))
+        report.write(path, report.markdown(records, statements, command, extra, scopes))
         print(f"wrote {path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path}")
     return 1 if bad else 0
 

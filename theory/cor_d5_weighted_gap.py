@@ -16,13 +16,108 @@ import torch
 from hypothesis import strategies as st
 
 from setpo import local_mass, loo_credits
+from theory import general as GN
 from theory import symbolic as S
 from theory.instances import DTYPE, EXTRA, KERNELS, SHAPINGS, kernel_batches, resolve, without
-from theory.records import CheckRecord, Verdict, error_record, search_record, timed
+from theory.records import CheckRecord, Verdict, error_record, search_record, sizes_scope, timed
 from theory.strategies import dominance_instances, run_property, shapings
 
 RESULT = "Cor D.5"
 TOL = 1e-12
+GENERAL_SCOPE = (
+    "the identity for every G >= 3 and a generic g, with each weight the divided difference of g over its interval "
+    "(a mean-value slope) and, where the interval is a single point, any value: two cases per weight. That a "
+    "mean-value slope is -g'(xi) for some xi in the interval (and > 0 for strictly decreasing g) is the mean value "
+    "theorem, not machine-checked; the slopes are checked numerically"
+)
+
+
+def divided_difference(a: sp.Expr, b: sp.Expr) -> sp.Expr:
+    """w = -(g(a) - g(b))/(a - b), the mean-value slope of -g between a and b (a != b)."""
+    return -(S.g(a) - S.g(b)) / (a - b)
+
+
+def general_terms() -> dict[str, sp.Expr]:
+    """Symbolic G, r = o_0, c = o_1, j the generic member of R: masses, the kernel gap d_j = k_cj - k_rj, both sides."""
+    group, G, j = GN.Group(2), GN.G, GN.J
+    t = {
+        "a0": group.local_mass(0, {0}),  # m_r^(-c)
+        "b0": group.local_mass(1, {1}),  # m_c^(-r)
+        "aj": group.local_mass(j, {0}),  # m_j^(-c)
+        "bj": group.local_mass(j, {1}),  # m_j^(-r)
+        "d": group.k(1, j) - group.k(0, j),
+        "gap": group.credit(0) - group.credit(1),
+    }
+    t["w0"], t["wj"] = divided_difference(t["a0"], t["b0"]), divided_difference(t["aj"], t["bj"])
+    t["rhs"] = group.rest_sum((t["w0"] + t["wj"]) * t["d"]) / ((G - 1) * (G - 2))
+    return t
+
+
+@timed
+def check_general() -> CheckRecord:
+    """The weighted gap for symbolic G: the generic case directly, and per weight the two cases (tie or not).
+
+    Per summand j: w_j d_j = (G-2)(g(a_j) - g(b_j)) if a_j != b_j (w_j the divided difference) and if a_j = b_j
+    (then k_rj = k_cj, d_j = 0, any w_j). For w_0: w_0 sum_j d_j = (G-2)(g(a_0) - g(b_0)) likewise. Summing
+    the per-summand identity over R and adding the w_0 one gives the right-hand side as
+    (1/(G-1)) [g(a_0) - g(b_0) + sum_j (g(a_j) - g(b_j))], proven equal to s_r - s_c by the definition.
+    """
+    group, G, j = GN.Group(2), GN.G, GN.J
+    t = general_terms()
+    any_w = sp.Symbol("w", real=True)  # a tied interval: any weight
+    d_sum = group.rest_sum(t["d"])
+    same_row = {group.k(1, j): group.k(0, j)}  # a_j = b_j  <=>  k_cj = k_rj
+    sum_r, sum_c = (GN.canonical_form(group.rest_sum(group.k(a, GN.Z), GN.Z)) for a in (0, 1))
+    equal_sums = {sum_c: sum_r}  # a_0 = b_0  <=>  sum_j k_cj = sum_j k_rj
+
+    def tied_sums(expr: sp.Expr) -> sp.Expr:
+        return GN.canonical_form(expr).xreplace(equal_sums)
+
+    target_j = (G - 2) * (S.g(t["aj"]) - S.g(t["bj"]))
+    target_0 = (G - 2) * (S.g(t["a0"]) - S.g(t["b0"]))
+    assembled = (target_0 + group.rest_sum(target_j)) / ((G - 1) * (G - 2))
+    w0, w = sp.Symbol("w_0", real=True), sp.IndexedBase("w", real=True)  # the weights, whatever their case
+    proofs = [
+        GN.prove(
+            t["gap"],
+            t["rhs"],
+            "s_r - s_c = weighted gap, every interval non-degenerate",
+            nonzero=[t["a0"] - t["b0"], t["aj"] - t["bj"]],
+        ),
+        GN.prove(
+            group.rest_sum((w0 + w[j]) * t["d"]),
+            w0 * d_sum + group.rest_sum(w[j] * t["d"]),
+            "sum_j (w_0 + w_j) d_j = w_0 sum_j d_j + sum_j w_j d_j",
+        ),
+        GN.prove(t["wj"] * t["d"], target_j, "summand j, case a_j != b_j", nonzero=[t["aj"] - t["bj"]]),
+        GN.prove((any_w * t["d"]).xreplace(same_row), target_j.xreplace(same_row), "summand j, case a_j = b_j"),
+        GN.prove(t["w0"] * d_sum, target_0, "w_0 term, case a_0 != b_0", nonzero=[t["a0"] - t["b0"]]),
+        GN.prove(tied_sums(any_w * d_sum), tied_sums(target_0), "w_0 term, case a_0 = b_0"),
+        GN.prove(t["gap"], assembled, "s_r - s_c = the summed cases"),
+    ]
+    return GN.proof_record(RESULT, "weighted-gap identity with a case split per weight, symbolic G", proofs)
+
+
+@timed
+def check_general_vs_expansion(sizes: tuple[int, ...] = (3, 4, 5)) -> CheckRecord:
+    """The general right-hand side at G = sizes equals the explicit one of check_symbolic (r = 0, c = 1)."""
+    t = general_terms()
+    pairs = [(t["rhs"], lambda G, _: symbolic_rhs(S.kernel_matrix(G), 0, 1))]
+    return GN.expansion_record(RESULT, "general-G weighted gap = explicit expansion", GN.Group(2), pairs, sizes)
+
+
+def symbolic_rhs(K: sp.Matrix, r: int, c: int) -> sp.Expr:
+    """Cor D.5's right-hand side on an explicit symbolic kernel, weights as divided differences of a generic g."""
+    G = K.shape[0]
+    everyone = list(range(G))
+    others = [j for j in everyone if j not in (r, c)]
+    no_c, no_r = [j for j in everyone if j != c], [j for j in everyone if j != r]
+    w0 = divided_difference(S.set_local_mass(K, r, no_c), S.set_local_mass(K, c, no_r))
+    terms = [
+        (w0 + divided_difference(S.set_local_mass(K, j, no_c), S.set_local_mass(K, j, no_r))) * (K[c, j] - K[r, j])
+        for j in others
+    ]
+    return sp.Add(*terms) / ((G - 1) * (G - 2))
 
 
 def slope(g, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -69,21 +164,8 @@ def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5)) -> CheckRecord:
     cases, bad = 0, []
     for G in sizes:
         K = S.kernel_matrix(G)
-        everyone = list(range(G))
         r, c = 0, 1
-        others = everyone[2:]
-        no_c, no_r = [j for j in everyone if j != c], [j for j in everyone if j != r]
-
-        def w(a, b):
-            return -(S.g(a) - S.g(b)) / (a - b)
-
-        w0 = w(S.set_local_mass(K, r, no_c), S.set_local_mass(K, c, no_r))
-        rhs = sp.Add(
-            *[
-                (w0 + w(S.set_local_mass(K, j, no_c), S.set_local_mass(K, j, no_r))) * (K[c, j] - K[r, j])
-                for j in others
-            ]
-        ) / ((G - 1) * (G - 2))
+        rhs = symbolic_rhs(K, r, c)
         cases += 1
         diff = S.canonical(sp.cancel(sp.together(S.credit(K, r) - S.credit(K, c) - rhs)))
         if sp.simplify(diff) != 0:
@@ -97,6 +179,7 @@ def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5)) -> CheckRecord:
         0,
         metric="non-identities",
         detail=f"failed G: {bad}" if bad else "",
+        scope=sizes_scope(sizes),
     )
 
 
@@ -207,7 +290,9 @@ def run(quick: bool = False) -> list[CheckRecord]:
     total = 1_000 if quick else 10_000
     sizes = (3, 4, 5) if quick else (3, 4, 6, 8)  # every ordered pair is checked: G^2 work per instance
     return [
+        check_general(),
         check_symbolic((3, 4) if quick else (3, 4, 5)),
+        check_general_vs_expansion((3, 4) if quick else (3, 4, 5)),
         check_numeric(total, sizes=sizes),
         check_weights(total, sizes=sizes),
         check_property(50 if quick else 300),

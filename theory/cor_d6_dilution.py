@@ -14,13 +14,51 @@ import torch
 from hypothesis import strategies as st
 
 from setpo import local_mass
+from theory import general as GN
 from theory import symbolic as S
 from theory.instances import DTYPE, EXTRA, KERNELS, SHAPINGS, drop_entry, kernel_batches, resolve, without
-from theory.records import CheckRecord, Verdict, error_record, search_record, timed
+from theory.records import CheckRecord, Verdict, error_record, search_record, sizes_scope, timed
 from theory.strategies import kernels, run_property, shapings
 
 RESULT = "Cor D.6"
 TIE = 1e-12  # |difference| below this counts as a tie on both sides of an equivalence
+GENERAL_SCOPE = (
+    "m_j^(-i) - m_j = (m_j - k_ji)/(G-2) with 1/(G-2) > 0 for every G >= 3 (hence the first 'iff', ties "
+    "included); the second 'iff' is then the definition of strictly decreasing g"
+)
+
+
+def general_difference() -> tuple[sp.Expr, sp.Expr]:
+    """(m_hat(o_j; Omega minus o_i) - m_j by the definition, (m_j - k(o_j,o_i))/(G-2)): symbolic G, i = o_0."""
+    group, G, j = GN.Group(1), GN.G, GN.J
+    m_j = group.local_mass(j, {0})
+    return group.local_mass(j, set()) - m_j, (m_j - group.k(0, j)) / (G - 2)
+
+
+@timed
+def check_general() -> CheckRecord:
+    """m_j^(-i) - m_j = (m_j - k_ji)/(G-2) for a symbolic G, and 1/(G-2) > 0 for every G >= 3: same sign."""
+    difference, scaled = general_difference()
+    return GN.proof_record(
+        RESULT,
+        "m_j^(-i) - m_j = (m_j - k_ji)/(G-2) with 1/(G-2) > 0, symbolic G",
+        [GN.prove(difference, scaled, "m_j^(-i) - m_j = (m_j - k_ji)/(G-2)")],
+        [("1/(G-2) > 0 for G >= 3", GN.positive_for_all_g(1 / (GN.G - 2)))],
+    )
+
+
+@timed
+def check_general_vs_expansion(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
+    """The general difference at G = sizes equals the explicit one, every j != i = 0."""
+    difference, _ = general_difference()
+
+    def explicit(G, j):
+        K = S.kernel_matrix(G)
+        return S.set_local_mass(K, j, range(1, G)) - S.set_local_mass(K, j, range(G))
+
+    return GN.expansion_record(
+        RESULT, "general-G m_j^(-i) - m_j = explicit expansion", GN.Group(1), [(difference, explicit)], sizes
+    )
 
 
 def _sign(x: torch.Tensor) -> torch.Tensor:
@@ -67,6 +105,7 @@ def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
         0,
         metric="non-identities",
         detail=f"failed: {bad}" if bad else "",
+        scope=sizes_scope(sizes),
     )
 
 
@@ -136,7 +175,9 @@ def check_flat_g() -> CheckRecord:
 def run(quick: bool = False) -> list[CheckRecord]:
     """All checks of Cor D.6."""
     return [
+        check_general(),
         check_symbolic((3, 4) if quick else (3, 4, 5, 6)),
+        check_general_vs_expansion((3, 4) if quick else (3, 4, 5, 6)),
         check_numeric(1_000 if quick else 10_000),
         check_property(50 if quick else 300),
         check_flat_g(),

@@ -15,6 +15,7 @@ from theory.instances import DTYPE, KERNELS, generator, kernel_batches, random_k
 from theory.records import CheckRecord, Verdict, error_record, timed
 
 RESULT = "Credit properties"
+NO_GENERAL_PROOF = "properties not stated in the paper, checked numerically"
 TOL = 1e-12
 
 

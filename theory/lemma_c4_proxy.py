@@ -19,9 +19,13 @@ import torch
 from theory import symbolic as S
 from theory.instances import DTYPE, KERNELS, SHAPINGS, population_batches, resolve
 from theory.proxy import lipschitz_dg, remainder, smoothness_delta
-from theory.records import CheckRecord, Verdict, error_record, search_record, slack_record, timed
+from theory.records import CheckRecord, Verdict, error_record, search_record, sizes_scope, slack_record, timed
 
 RESULT = "Lemma C.4 (3.4)"
+NO_GENERAL_PROOF = (
+    "a statement about a distribution P, not a finite group: symbolic for fixed numbers N of atoms, "
+    "not for a symbolic N"
+)
 
 
 def tightest_bound(p: torch.Tensor, K: torch.Tensor, m: torch.Tensor, L: float) -> torch.Tensor:
@@ -58,6 +62,7 @@ def check_symbolic(sizes: tuple[int, ...] = (1, 2, 3, 4)) -> CheckRecord:
         0,
         metric="non-identities",
         detail=f"failed: {bad}" if bad else "",
+        scope=sizes_scope(sizes, "N") + " atoms",
     )
 
 

@@ -12,13 +12,48 @@ import sympy as sp
 import torch
 
 from setpo import local_mass, loo_credits
+from theory import general as GN
 from theory import symbolic as S
 from theory.instances import KERNELS, drop_entry, kernel_batches, without
-from theory.records import CheckRecord, Verdict, error_record, search_record, timed
+from theory.records import CheckRecord, Verdict, error_record, search_record, sizes_scope, timed
 from theory.strategies import kernels, run_property
 
 RESULT = "Lemma D.1"
 TOL = 1e-12
+GENERAL_SCOPE = "the identity (both printed forms) for every G >= 3, every pair (i, j != i) and any kernel entries"
+
+
+def general_forms() -> tuple[sp.Expr, sp.Expr, sp.Expr, sp.Expr]:
+    """(literal m_hat(o_j; Omega minus o_i), m_j, form ((G-1)m_j - k_ji)/(G-2), form m_j + (m_j - k_ji)/(G-2)).
+
+    Symbolic G, i = o_0 and j the generic member of R (every j != i is one).
+    """
+    group, G, j = GN.Group(1), GN.G, GN.J
+    literal, m_j, k_ji = group.local_mass(j, set()), group.local_mass(j, {0}), group.k(0, j)
+    return literal, m_j, ((G - 1) * m_j - k_ji) / (G - 2), m_j + (m_j - k_ji) / (G - 2)
+
+
+@timed
+def check_general() -> CheckRecord:
+    """Both printed forms equal the literal reduced-set mass for a symbolic G >= 3 (proof, not a sample of G)."""
+    literal, _, first, second = general_forms()
+    proofs = [
+        GN.prove(first, literal, "((G-1) m_j - k_ji)/(G-2) = m_hat(o_j; Omega minus o_i)"),
+        GN.prove(second, literal, "m_j + (m_j - k_ji)/(G-2) = m_hat(o_j; Omega minus o_i)"),
+    ]
+    return GN.proof_record(RESULT, "both forms = literal reduced-set mass, symbolic G", proofs)
+
+
+@timed
+def check_general_vs_expansion(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
+    """The general model's masses at G = sizes equal the explicit ones of S.kernel_matrix, every j != i = 0."""
+    literal, m_j, _, _ = general_forms()
+
+    def explicit(members):
+        return lambda G, j: S.set_local_mass(S.kernel_matrix(G), j, members(G))
+
+    pairs = [(literal, explicit(lambda G: range(1, G))), (m_j, explicit(range))]
+    return GN.expansion_record(RESULT, "general-G masses = explicit expansion", GN.Group(1), pairs, sizes)
 
 
 def removal_formula(m: torch.Tensor, K: torch.Tensor, i: int) -> torch.Tensor:
@@ -52,6 +87,7 @@ def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
         0,
         detail=f"non-identities: {bad}" if bad else "",
         metric="non-identities",
+        scope=sizes_scope(sizes),
     )
 
 
@@ -149,7 +185,9 @@ def run(quick: bool = False) -> list[CheckRecord]:
     """All checks of Lemma D.1."""
     total = 1_000 if quick else 10_000
     return [
+        check_general(),
         check_symbolic((3, 4) if quick else (3, 4, 5, 6)),
+        check_general_vs_expansion((3, 4) if quick else (3, 4, 5, 6)),
         check_numeric(total),
         check_property(50 if quick else 300),
         check_unclamped(500 if quick else 2_000),

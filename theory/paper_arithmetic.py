@@ -20,6 +20,7 @@ from pathlib import Path
 from theory.records import CheckRecord, Verdict, timed
 
 RESULT = "Paper arithmetic"
+NO_GENERAL_PROOF = "an audit of printed numbers"
 DATA = Path(__file__).parent / "data" / "paper_tables.json"
 TENTH = Decimal("0.1")
 

@@ -27,7 +27,7 @@ class CheckRecord:
 
     result: str  # e.g. "Thm 4.4 = D.3"
     check: str  # what was checked, e.g. "ds_i/dk_it vs autograd of loo_credits"
-    kind: str  # symbolic | numeric | property | counterexample | tightness | consistency | audit | input
+    kind: str  # proof | symbolic | numeric | property | counterexample | tightness | consistency | audit | input
     instances: int  # random instances, symbolic cases, or examples examined
     metric: str  # meaning of `worst`, e.g. "max abs error", "min slack"
     worst: float  # the worst value of `metric` over the instances
@@ -35,6 +35,7 @@ class CheckRecord:
     expected: Verdict = Verdict.PASS  # the verdict the project expects; any other outcome is a failure
     detail: str = ""
     seconds: float = 0.0
+    scope: str = ""  # for symbolic checks and proofs: the group sizes covered, e.g. "G = 3..6" or "all G >= 3"
 
     @property
     def ok(self) -> bool:
@@ -43,14 +44,38 @@ class CheckRecord:
 
 
 def error_record(
-    result: str, check: str, kind: str, instances: int, errors, tol: float, detail: str = "", metric: str = ""
+    result: str,
+    check: str,
+    kind: str,
+    instances: int,
+    errors,
+    tol: float,
+    detail: str = "",
+    metric: str = "",
+    scope: str = "",
 ) -> CheckRecord:
     """PASS when the largest error is finite and <= tol (an identity or a derivative matched to rounding)."""
     worst = _max(errors)
     verdict = Verdict.PASS if math.isfinite(worst) and worst <= tol else Verdict.FAIL
     return CheckRecord(
-        result, check, kind, instances, metric or f"max abs error (tol {tol:.0e})", worst, verdict, detail=detail
+        result,
+        check,
+        kind,
+        instances,
+        metric or f"max abs error (tol {tol:.0e})",
+        worst,
+        verdict,
+        detail=detail,
+        scope=scope,
     )
+
+
+def sizes_scope(sizes, letter: str = "G") -> str:
+    """'G = 3..6' for consecutive sizes, else 'G = 3, 4, 6'."""
+    sizes = sorted(sizes)
+    if len(sizes) > 2 and sizes == list(range(sizes[0], sizes[-1] + 1)):
+        return f"{letter} = {sizes[0]}..{sizes[-1]}"
+    return f"{letter} = " + ", ".join(map(str, sizes))
 
 
 def slack_record(

@@ -28,9 +28,13 @@ from theory.instances import (
     random_weights,
     resolve,
 )
-from theory.records import CheckRecord, Verdict, error_record, search_record, timed
+from theory.records import CheckRecord, Verdict, error_record, search_record, sizes_scope, timed
 
 RESULT = "Thm 4.2 = C.2 (3.2)"
+NO_GENERAL_PROOF = (
+    "a statement about a distribution P, not a finite group: symbolic for fixed numbers N of atoms, "
+    "not for a symbolic N"
+)
 TOL = 1e-12
 
 
@@ -107,6 +111,7 @@ def check_symbolic(sizes: tuple[int, ...] = (1, 2, 3, 4)) -> CheckRecord:
         0,
         metric="non-identities",
         detail=f"failed: {bad}" if bad else "",
+        scope=sizes_scope(sizes, "N") + " atoms",
     )
 
 
@@ -154,6 +159,7 @@ def check_symbolic_split(sizes: tuple[int, ...] = (1, 2, 3)) -> CheckRecord:
         0,
         metric="non-identities",
         detail=f"failed: {bad}" if bad else "",
+        scope=sizes_scope(sizes, "N") + " atoms",
     )
 
 

@@ -15,13 +15,15 @@ import torch
 from hypothesis import strategies as st
 
 from setpo import local_mass, loo_credits, loo_credits_reference
+from theory import general as GN
 from theory import symbolic as S
 from theory.instances import KERNELS, SHAPINGS, drop_entry, generator, kernel_batches, random_kernel, resolve, without
-from theory.records import CheckRecord, Verdict, error_record, timed
+from theory.records import CheckRecord, Verdict, error_record, sizes_scope, timed
 from theory.strategies import kernels, run_property, shapings
 
 RESULT = "Thm 4.3 = D.2"
 TOL = 1e-12
+GENERAL_SCOPE = "the decomposition for every G >= 3, every i and a generic g; the locality of each interaction summand"
 
 
 def decomposition_terms(K: torch.Tensor, g) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -52,6 +54,51 @@ def symbolic_decomposition(K: sp.Matrix, i: int) -> sp.Expr:
     return self_term + norm_term + inter
 
 
+def general_decomposition() -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+    """(s_i by the definition, the decomposition with m_j^(-i) from Lemma D.1, one interaction summand).
+
+    Symbolic G, i = o_0; the sums over j != i are sympy Sums over the rest R = {o_1, ..., o_{G-1}}.
+    """
+    group, G, j = GN.Group(1), GN.G, GN.J
+    m_i, m_j = group.local_mass(0, {0}), group.local_mass(j, {0})
+    summand = S.g(m_j) - S.g(m_j + (m_j - group.k(0, j)) / (G - 2))
+    rhs = (
+        S.g(m_i) / G
+        + (sp.Integer(1) / G - sp.Integer(1) / (G - 1)) * group.rest_sum(S.g(m_j))
+        + group.rest_sum(summand) / (G - 1)
+    )
+    return group.credit(0), rhs, summand
+
+
+@timed
+def check_general() -> CheckRecord:
+    """Definition = decomposition for a symbolic G >= 3, and summand j involves o_i only through k(o_j, o_i)."""
+    credit, rhs, summand = general_decomposition()
+    group = GN.Group(1)
+    k_i = group.k(0, GN.J).base  # the IndexedBase of k(o_i, .)
+    touches = {e for e in summand.atoms(sp.Indexed) if e.base == k_i}
+    local = touches == {group.k(0, GN.J)} and not summand.has(sp.Sum)  # no other k(o_i, .) and no m_i
+    return GN.proof_record(
+        RESULT,
+        "definition = self + normalisation + interaction, symbolic G, generic g",
+        [GN.prove(credit, rhs, "s_i (eq. 5) = self + normalisation + interaction")],
+        [("interaction summand j depends on o_i only through k(o_j, o_i)", local)],
+    )
+
+
+@timed
+def check_general_vs_expansion(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
+    """The general s_i and decomposition at G = sizes equal the explicit G x G expansions (i = 0)."""
+    credit, rhs, _ = general_decomposition()
+    pairs = [
+        (credit, lambda G, _: S.credit(S.kernel_matrix(G), 0)),
+        (rhs, lambda G, _: symbolic_decomposition(S.kernel_matrix(G), 0)),
+    ]
+    return GN.expansion_record(
+        RESULT, "general-G s_i and decomposition = explicit expansion", GN.Group(1), pairs, sizes
+    )
+
+
 @timed
 def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
     """Definition of s_i (eq. 5) minus the decomposition is identically 0, symbolic kernel, generic g."""
@@ -71,6 +118,7 @@ def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
         0,
         metric="non-identities",
         detail=f"failed (G, i): {bad}" if bad else "",
+        scope=sizes_scope(sizes),
     )
 
 
@@ -99,6 +147,7 @@ def check_locality(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
         0,
         metric="violations",
         detail=f"failed (G, i, j): {bad}" if bad else "",
+        scope=sizes_scope(sizes),
     )
 
 
@@ -175,7 +224,9 @@ def run(quick: bool = False) -> list[CheckRecord]:
     """All checks of Thm 4.3."""
     sizes = (3, 4) if quick else (3, 4, 5, 6)
     return [
+        check_general(),
         check_symbolic(sizes),
+        check_general_vs_expansion(sizes),
         check_locality(sizes),
         check_against_core(20, sizes=(3,)) if quick else check_against_core(200),
         check_numeric(1_000 if quick else 10_000),

@@ -13,13 +13,65 @@ import torch
 from hypothesis import strategies as st
 
 from setpo import local_mass, loo_credits, loo_credits_reference
+from theory import general as GN
 from theory import symbolic as S
 from theory.instances import DTYPE, KERNELS, SHAPINGS, generator, kernel_batches, random_kernel, resolve
-from theory.records import CheckRecord, Verdict, error_record, search_record, timed
+from theory.records import CheckRecord, Verdict, error_record, search_record, sizes_scope, timed
 from theory.strategies import kernels, run_property, shapings
 
 RESULT = "Thm 4.4 = D.3"
 TOL = 1e-12
+GENERAL_SCOPE = (
+    "the derivative for every G >= 3, every pair (i, t != i) and a generic g; its sign (< 0) whenever "
+    "g'(m_i), g'(m_t) < 0 (strictly decreasing g with g' < 0 at the two masses)"
+)
+
+
+def general_derivative() -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+    """(d s_i/d k_it of the definition, the printed (g'(m_i) + g'(m_t))/(G(G-1)), the variable k_it).
+
+    Symbolic G, i = o_0, t = o_1; k_it is one symbol, so the derivative moves k(o_i,o_t) and k(o_t,o_i) together.
+    """
+    group, G = GN.Group(2), GN.G
+    k_it = group.k(0, 1)
+    printed = (S.gp(group.local_mass(0, {0, 1})) + S.gp(group.local_mass(1, {0, 1}))) / (G * (G - 1))
+    return sp.diff(group.credit(0), k_it), printed, k_it
+
+
+@timed
+def check_general() -> CheckRecord:
+    """The derivative of the definition equals the printed formula for a symbolic G >= 3; its sign for g' < 0."""
+    derived, printed, _ = general_derivative()
+    u, v = sp.symbols("u v", positive=True)  # -g'(m_i), -g'(m_t) > 0
+    group = GN.Group(2)
+    at = {S.gp(GN.reduce(group.local_mass(0, {0, 1}))): -u, S.gp(GN.reduce(group.local_mass(1, {0, 1}))): -v}
+    negative = GN.positive_for_all_g(-GN.canonical_form(printed).xreplace(at))
+    return GN.proof_record(
+        RESULT,
+        "d s_i/d k_it of the definition = (g'(m_i)+g'(m_t))/(G(G-1)), symbolic G, generic g",
+        [GN.prove(derived, printed, "d s_i/d k_it = (g'(m_i) + g'(m_t))/(G(G-1))")],
+        [("(g'(m_i) + g'(m_t))/(G(G-1)) < 0 when g'(m_i), g'(m_t) < 0", negative)],
+    )
+
+
+@timed
+def check_general_vs_expansion(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
+    """The general derivative and formula at G = sizes equal the explicit ones (i = 0, t = 1)."""
+    derived, printed, _ = general_derivative()
+
+    def explicit(G, _):
+        K = S.kernel_matrix(G)
+        return S.named_derivatives(sp.diff(S.credit(K, 0), K[0, 1]))
+
+    def formula(G, _):
+        K = S.kernel_matrix(G)
+        m = [S.set_local_mass(K, a, range(G)) for a in (0, 1)]
+        return (S.gp(m[0]) + S.gp(m[1])) / (G * (G - 1))
+
+    pairs = [(derived, explicit), (printed, formula)]
+    return GN.expansion_record(
+        RESULT, "general-G derivative and formula = explicit expansion", GN.Group(2), pairs, sizes
+    )
 
 
 def predicted_derivative(K: torch.Tensor, g) -> torch.Tensor:
@@ -89,6 +141,7 @@ def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
         0,
         metric="non-identities",
         detail=f"failed (G, i, t): {bad}" if bad else "",
+        scope=sizes_scope(sizes),
     )
 
 
@@ -259,7 +312,9 @@ def run(quick: bool = False) -> list[CheckRecord]:
     """All checks of Thm 4.4."""
     total = 1_000 if quick else 10_000
     return [
+        check_general(),
         check_symbolic((3, 4) if quick else (3, 4, 5, 6)),
+        check_general_vs_expansion((3, 4) if quick else (3, 4, 5, 6)),
         check_numeric(total),
         check_finite_difference(200 if quick else 1_000),
         check_sign(total),

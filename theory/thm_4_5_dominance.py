@@ -15,12 +15,91 @@ import torch
 from hypothesis import strategies as st
 
 from setpo import loo_credits, loo_credits_reference
+from theory import general as GN
 from theory import symbolic as S
 from theory.instances import DTYPE, EXTRA, KERNELS, SHAPINGS, generator, kernel_batches
-from theory.records import CheckRecord, Verdict, error_record, search_record, timed
+from theory.records import CheckRecord, Verdict, error_record, search_record, sizes_scope, timed
 from theory.strategies import Dominance, dominance_instances, run_property, shapings
 
 RESULT = "Thm 4.5 = D.4"
+GENERAL_SCOPE = (
+    "for every G >= 3: s_r - s_c = D(Omega-c) - D(Omega-r) = (1/(G-1)) [g(a_0) - g(b_0) + sum_j (g(a_j) - g(b_j))] "
+    "with a_0 - b_0 = sum_j (k_rj - k_cj)/(G-2), a_j - b_j = (k_rj - k_cj)/(G-2); under dominance a_0 < b_0 and "
+    "a_j <= b_j, and a positive g-difference plus non-negative ones over G-1 gives s_r > s_c. Not machine-checked: "
+    "'a < b implies g(a) > g(b)', the definition of strictly decreasing g"
+)
+
+
+def general_pairs() -> dict[str, sp.Expr]:
+    """The quantities of the proof for symbolic G, r = o_0, c = o_1, j the generic member of R.
+
+    a_0 = m_r^(-c), b_0 = m_c^(-r), a_j = m_j^(-c), b_j = m_j^(-r).
+    """
+    group, j = GN.Group(2), GN.J
+    return {
+        "gap": group.credit(0) - group.credit(1),
+        "D(-c) - D(-r)": group.diversity({0}) - group.diversity({1}),
+        "a0": group.local_mass(0, {0}),
+        "b0": group.local_mass(1, {1}),
+        "aj": group.local_mass(j, {0}),
+        "bj": group.local_mass(j, {1}),
+    }
+
+
+@timed
+def check_general() -> CheckRecord:
+    """s_r - s_c = D(Omega-c) - D(Omega-r) = paired g-differences, with the paired mass gaps, for symbolic G."""
+    group, G, j = GN.Group(2), GN.G, GN.J
+    q = general_pairs()
+    paired = (S.g(q["a0"]) - S.g(q["b0"]) + group.rest_sum(S.g(q["aj"]) - S.g(q["bj"]))) / (G - 1)
+    gap_0 = group.rest_sum(group.k(0, GN.Z) - group.k(1, GN.Z), GN.Z) / (G - 2)
+    proofs = [
+        GN.prove(q["gap"], q["D(-c) - D(-r)"], "s_r - s_c = D(Omega-c) - D(Omega-r)"),
+        GN.prove(q["D(-c) - D(-r)"], paired, "D(Omega-c) - D(Omega-r) = (1/(G-1)) sum of paired g-differences"),
+        GN.prove(q["a0"] - q["b0"], gap_0, "m_r^(-c) - m_c^(-r) = sum_j (k_rj - k_cj)/(G-2)"),
+        GN.prove(
+            q["aj"] - q["bj"], (group.k(0, j) - group.k(1, j)) / (G - 2), "m_j^(-c) - m_j^(-r) = (k_rj - k_cj)/(G-2)"
+        ),
+    ]
+    # Dominance: delta_j = k_rj - k_cj <= 0 for j in R, < 0 at one j* (o_2 without loss of generality, split off).
+    strict, delta = sp.Symbol("delta_*", negative=True), sp.IndexedBase("delta", nonpositive=True)
+    a0_minus_b0 = (strict + sp.Sum(delta[j], (j, 3, G - 1))) / (G - 2)
+    # g strictly decreasing: Delta_0 = g(a_0) - g(b_0) > 0 (a_0 < b_0), Delta_j = g(a_j) - g(b_j) >= 0 (a_j <= b_j).
+    first, rest = sp.Symbol("Delta_0", positive=True), sp.IndexedBase("Delta", nonnegative=True)
+    gap = (first + group.rest_sum(rest[j])) / (G - 1)
+    facts = [
+        ("1/(G-1) > 0 for G >= 3", GN.positive_for_all_g(1 / (G - 1))),
+        ("1/(G-2) > 0 for G >= 3", GN.positive_for_all_g(1 / (G - 2))),
+        # case split: for G = 3, j* is the only member of R and the remaining sum is empty
+        ("under dominance m_r^(-c) - m_c^(-r) < 0: case G = 3", GN.positive_at(-a0_minus_b0, 3)),
+        ("under dominance m_r^(-c) - m_c^(-r) < 0: case G >= 4", GN.positive_for_all_g(-a0_minus_b0, least=4)),
+        ("then s_r - s_c = (Delta_0 + sum_j Delta_j)/(G-1) > 0", GN.positive_for_all_g(gap)),
+    ]
+    return GN.proof_record(RESULT, "paired-mass identity and the ordering, symbolic G, generic g", proofs, facts)
+
+
+@timed
+def check_general_vs_expansion(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
+    """The general gap, D(Omega-c) - D(Omega-r) and paired masses at G = sizes equal the explicit ones (r=0, c=1)."""
+    q = general_pairs()
+
+    def without(G, drop):
+        return [a for a in range(G) if a != drop]
+
+    explicit = {
+        "gap": lambda G, _: S.credit(S.kernel_matrix(G), 0) - S.credit(S.kernel_matrix(G), 1),
+        "D(-c) - D(-r)": lambda G, _: (
+            S.set_diversity(S.kernel_matrix(G), without(G, 1)) - S.set_diversity(S.kernel_matrix(G), without(G, 0))
+        ),
+        "a0": lambda G, _: S.set_local_mass(S.kernel_matrix(G), 0, without(G, 1)),
+        "b0": lambda G, _: S.set_local_mass(S.kernel_matrix(G), 1, without(G, 0)),
+        "aj": lambda G, j: S.set_local_mass(S.kernel_matrix(G), j, without(G, 1)),
+        "bj": lambda G, j: S.set_local_mass(S.kernel_matrix(G), j, without(G, 0)),
+    }
+    pairs = [(q[name], explicit[name]) for name in q]
+    return GN.expansion_record(
+        RESULT, "general-G gap and paired masses = explicit expansion", GN.Group(2), pairs, sizes
+    )
 
 
 def impose_dominance(K: torch.Tensor, r: int, c: int, gen: torch.Generator, low: float = 0.0) -> torch.Tensor:
@@ -90,6 +169,7 @@ def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
         0,
         metric="non-identities",
         detail=f"failed: {bad}" if bad else "",
+        scope=sizes_scope(sizes),
     )
 
 
@@ -205,7 +285,9 @@ def check_unclamped(total: int = 2_000, seed: int = 11) -> CheckRecord:
 def run(quick: bool = False) -> list[CheckRecord]:
     """All checks of Thm 4.5."""
     return [
+        check_general(),
         check_symbolic((3, 4) if quick else (3, 4, 5, 6)),
+        check_general_vs_expansion((3, 4) if quick else (3, 4, 5, 6)),
         check_numeric(1_000 if quick else 10_000),
         check_property(50 if quick else 300),
         check_flat_g(),

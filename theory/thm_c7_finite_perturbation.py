@@ -18,10 +18,13 @@ from setpo import population_diversity, population_local_mass
 from theory import symbolic as S
 from theory.instances import DTYPE, KERNELS, SHAPINGS, generator, population_batches, resolve
 from theory.proxy import max_abs_dg
-from theory.records import CheckRecord, Verdict, error_record, search_record, slack_record, timed
+from theory.records import CheckRecord, Verdict, error_record, search_record, sizes_scope, slack_record, timed
 from theory.thm_4_2_influence import mixture
 
 RESULT = "Thm C.7"
+NO_GENERAL_PROOF = (
+    "a statement about a distribution P, not a finite group: the remainder symbolic for fixed N, the bound numerically"
+)
 
 
 def bound_terms(p: torch.Tensor, K: torch.Tensor, g, t: int, eps: torch.Tensor, M: float | None = None):
@@ -104,6 +107,7 @@ def check_symbolic(sizes: tuple[int, ...] = (1, 2, 3)) -> CheckRecord:
         0,
         metric="non-identities",
         detail=f"failed: {bad}" if bad else "",
+        scope=sizes_scope(sizes, "N") + " atoms",
     )
 
 
