@@ -9,6 +9,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import sympy as sp
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,12 +20,15 @@ from setpo import Shaping, influence, local_mass, loo_credits  # noqa: E402
 from theory import (  # noqa: E402
     RESULTS,
     Verdict,
+    cor_d5_weighted_gap,
     cor_d6_dilution,
     find,
+    general,
     lemma_d1_removal,
     paper_arithmetic,
     report,
     thm_4_2_influence,
+    thm_4_3_decomposition,
     thm_4_4_anti_redundancy,
     thm_4_5_dominance,
     thm_c5_monotonicity,
@@ -46,8 +50,10 @@ def test_result_checks_quick(result):
     for rec in records:
         assert rec.ok, f"{rec.result} / {rec.check}: {rec.verdict.value} (expected {rec.expected.value}) {rec.detail}"
         assert rec.instances > 0
-        if rec.kind == "symbolic":
+        if rec.kind in ("symbolic", "proof"):
             assert rec.worst == 0
+        if rec.kind == "proof":
+            assert rec.scope == general.ALL_G
         if rec.kind == "numeric" and rec.metric.startswith("max abs error"):
             assert rec.worst <= 1e-12 if "1e-12" in rec.metric else rec.worst <= 1e-8
 
@@ -156,6 +162,125 @@ def test_property_runner_reports_failure():
 
     n, failure = run_property(kernels(), prop, 50)
     assert n >= 1 and "sum too large" in failure
+
+
+# --- proofs for a symbolic group size G ------------------------------------------------------------------------
+
+FINITE_GROUP = ("lemma_d1", "thm_4_3", "thm_4_4", "thm_4_5", "cor_d5", "cor_d6")
+
+
+@pytest.mark.parametrize("key", FINITE_GROUP)
+def test_finite_group_identity_proven_for_all_g(key):
+    """Each finite-group result has a general proof that holds, and the report calls it proven for all G."""
+    res = find(key)
+    records = [r for r in res.run(quick=True) if r.kind in ("proof", "symbolic")]
+    proofs = [r for r in records if r.kind == "proof"]
+    assert proofs and all(r.verdict == Verdict.PASS and r.detail.startswith("proven: ") for r in proofs)
+    assert report.status(records) == (report.PROVEN, "")
+    assert res.scope()
+
+
+def _d1():
+    G, j = general.G, general.J
+    literal, m_j, _, _ = lemma_d1_removal.general_forms()
+    return G, literal, m_j, general.Group(1).k(0, j)
+
+
+def _wrong_identities():
+    """(name, lhs, rhs, nonzero): each differs from a true identity by one slip."""
+    G, literal, m_j, k_ji = _d1()
+    credit, rhs_43, _ = thm_4_3_decomposition.general_decomposition()
+    group1 = general.Group(1)
+    wrong_norm = rhs_43 - 2 * (sp.Integer(1) / G - sp.Integer(1) / (G - 1)) * group1.rest_sum(
+        general.S.g(m_j)
+    )  # normalisation term with the wrong sign
+    derived, printed, _ = thm_4_4_anti_redundancy.general_derivative()
+    t = cor_d5_weighted_gap.general_terms()
+    diff, scaled = cor_d6_dilution.general_difference()
+    return [
+        ("D.1 normalised by G-1 instead of G-2", ((G - 1) * m_j - k_ji) / (G - 1), literal, ()),
+        ("D.1 with G m_j instead of (G-1) m_j", (G * m_j - k_ji) / (G - 2), literal, ()),
+        ("4.3 normalisation term with the wrong sign", credit, wrong_norm, ()),
+        ("4.4 over G^2 instead of G(G-1)", derived, printed * (G - 1) / G, ()),
+        ("4.4 with a wrong sign", derived, -printed, ()),
+        ("D.5 over (G-1)^2", t["gap"], t["rhs"] * (G - 2) / (G - 1), [t["a0"] - t["b0"], t["aj"] - t["bj"]]),
+        ("D.6 over G-1", diff, scaled * (G - 2) / (G - 1), ()),
+    ]
+
+
+@pytest.mark.parametrize("case", _wrong_identities(), ids=lambda c: c[0])
+def test_general_prover_rejects_wrong_identity(case):
+    name, lhs, rhs, nonzero = case
+    proof = general.prove(lhs, rhs, name, nonzero=nonzero)
+    assert not proof.holds and proof.residual != 0 and "residual" in str(proof)
+
+
+def test_general_prover_rejects_identity_true_only_at_one_size():
+    """m_j + 2(m_j - k_ji)/(G-2)^2 equals the reduced mass at G = 4 only: a fixed-size check passes, the proof not."""
+    G, literal, m_j, k_ji = _d1()
+    wrong = m_j + 2 * (m_j - k_ji) / (G - 2) ** 2
+    group = general.Group(1)
+    compared, bad = general.agrees_with_expansion(
+        group,
+        [(wrong, lambda size, j: general.S.set_local_mass(general.S.kernel_matrix(size), j, range(1, size)))],
+        [4],
+    )
+    assert compared == 3 and bad == []
+    assert general.prove(wrong, literal).holds is False
+    assert general.prove(m_j + (m_j - k_ji) / (G - 2), literal).holds
+
+
+def test_general_check_fails_and_report_falls_back(monkeypatch):
+    """A wrong printed form makes check_general FAIL, and the status names the fixed sizes instead of 'all G'."""
+    G, literal, m_j, k_ji = _d1()
+    monkeypatch.setattr(lemma_d1_removal, "general_forms", lambda: (literal, m_j, (G * m_j - k_ji) / (G - 2), literal))
+    rec = lemma_d1_removal.check_general()
+    assert rec.verdict == Verdict.FAIL and rec.worst == 1 and "FAILED" in rec.detail
+    fixed = lemma_d1_removal.check_symbolic((3, 4))
+    numeric = lemma_d1_removal.check_numeric(64)
+    text, reason = report.status([rec, fixed, numeric])
+    assert text == "checked for G = 3, 4 and numerically" and reason.startswith("general proof failed")
+    table = "\n".join(report.status_table([rec, fixed, numeric], {"Lemma D.1": "why"}))
+    assert "| Lemma D.1 | checked for G = 3, 4 and numerically |" in table
+
+
+def test_general_proof_needs_nonvanishing_denominators():
+    G, x = general.G, sp.Symbol("x")
+    assert general.prove((G * x - 2 * x) / (G - 2), x).holds
+    vanishing = general.prove((G * x - 3 * x) / (G - 3), x)  # equal only where G != 3
+    assert vanishing.residual == 0 and not vanishing.holds and vanishing.unjustified == (G - 3,)
+    t = cor_d5_weighted_gap.general_terms()
+    assert not general.prove(t["gap"], t["rhs"]).holds  # the divided differences need the case split
+    assert general.prove(t["gap"], t["rhs"], nonzero=[t["a0"] - t["b0"], t["aj"] - t["bj"]]).holds
+
+
+def test_positive_for_all_g():
+    G = general.G
+    assert general.positive_for_all_g(1 / (G - 2)) and general.positive_for_all_g(G * (G - 1))
+    assert not general.positive_for_all_g(1 / (G - 3)) and not general.positive_for_all_g(G - 4)
+
+
+def test_canonical_form_sums():
+    """Linearity and renamed indices are identified; a product of sums is not a sum of products."""
+    a, b, j, z = sp.IndexedBase("a"), sp.IndexedBase("b"), general.J, general.Z
+    G = general.G
+
+    def R(body, idx=j):
+        return sp.Sum(body, (idx, 1, G - 1))
+
+    assert general.reduce(R(a[j] + 2 * G * b[j]) - R(a[z], z) - 2 * G * R(b[j])) == 0
+    assert general.reduce(R(sp.Integer(3)) - 3 * (G - 1)) == 0
+    assert general.reduce(R(a[j] * b[j]) - R(a[j]) * R(b[j])) != 0
+    assert general.reduce(R(a[j] * R(b[z], z)) - R(a[j]) * R(b[j])) == 0
+
+
+def test_group_model_input_errors():
+    with pytest.raises(ValueError, match="n \\(distinguished members\\)"):
+        general.Group(3)
+    with pytest.raises(ValueError, match="size must be >= 3"):
+        general.Group(1).instantiate(general.G, 2)
+    with pytest.raises(ValueError, match="row sum q"):
+        general.Group(1).k(general.J, general.Z)
 
 
 # --- hypothesis properties on the discrete results ---------------------------------------------------------------

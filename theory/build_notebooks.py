@@ -4,7 +4,7 @@
 02_influence_function: the influence function, novelty vs interaction, monotonicity in m with the C.4/C.5
 bounds, and the finite-perturbation bounds of C.7/C.8.
 03_discrete_results: decomposition terms, the anti-redundancy derivative, dominance and dilution, as
-parameter sweeps rendered as static plots.
+parameter sweeps rendered as static plots, and Thm 4.3 proven for a symbolic group size step by step.
 """
 
 from __future__ import annotations
@@ -287,7 +287,8 @@ NB03 = [
         """# 03 · The discrete results as parameter sweeps
 
 Thm 4.3 (decomposition), Thm 4.4 (anti-redundancy), Thm 4.5 / Cor D.5 (dominance, weighted gap) and
-Cor D.6 (dilution vs congestion), each swept over a parameter and drawn as small multiples.""",
+Cor D.6 (dilution vs congestion), each swept over a parameter and drawn as small multiples; Thm 4.3 is also
+proven for a symbolic group size, step by step.""",
     ),
     ("code", SETUP),
     (
@@ -340,6 +341,95 @@ for ax in axes[1]:
     ax.set_xlabel("k(o_0, o_j) for all j")
 fig.tight_layout()
 show(fig)""",
+    ),
+    (
+        "md",
+        """## Thm 4.3 proven for every group size, step by step
+
+The sweeps above and the `G = 3..6` expansions of `python -m theory` sample the group size; `theory/general.py`
+proves the identity for a **symbolic** integer $G \\ge 3$ and a generic $g$. The removed rollout is $o_i = o_0$
+(relabelling changes nothing), the other members form $R = \\{o_1, \\dots, o_{G-1}\\}$ with $j$ a generic member,
+and the kernel enters through $k_0[j] = k(o_0, o_j)$ and $q[j] = \\sum_{z \\in R, z \\ne j} k(o_j, o_z)$.
+Every sum over a set is split explicitly into the named member and a sympy `Sum` over $R$.""",
+    ),
+    (
+        "code",
+        """import sympy as sp
+from IPython.display import display
+
+from theory import general
+from theory import symbolic as S
+
+G, j = general.G, general.J
+group = general.Group(1)  # one named member, o_i = o_0
+m_i = group.local_mass(0, {0})  # m_hat(o_i; Omega)
+m_j = group.local_mass(j, {0})  # m_hat(o_j; Omega)
+m_j_without_i = group.local_mass(j, set())  # m_hat(o_j; Omega minus o_i), literally (eq. 3)
+display(sp.Eq(sp.Symbol("m_i"), m_i), sp.Eq(sp.Symbol("m_j"), m_j), sp.Eq(sp.Symbol("m_j^(-i)"), m_j_without_i))""",
+    ),
+    (
+        "md",
+        """**Step 1 (Lemma D.1).** The printed form $m_j + (m_j - k(o_j, o_i))/(G-2)$ equals the literal reduced-set
+mass for every $G$: the difference reduces to 0, and the only denominator, $G-2$, is non-zero for $G \\ge 3$.""",
+    ),
+    (
+        "code",
+        """lemma = m_j + (m_j - group.k(0, j)) / (G - 2)
+step1 = general.prove(lemma, m_j_without_i, "Lemma D.1")
+print(step1, "| denominators:", step1.group_denominators)
+assert step1.holds""",
+    ),
+    (
+        "md",
+        """**Step 2.** Both sides of Thm 4.3: the credit by its definition
+$s_i = D(\\Omega) - D(\\Omega \\setminus \\{o_i\\})$ (eqs. 4-5, each $D$ a named term plus a sum over $R$) and the
+printed self + normalisation + interaction terms, with $m_j^{(-i)}$ written by Lemma D.1.""",
+    ),
+    (
+        "code",
+        """definition = group.credit(0)
+decomposition = (
+    S.g(m_i) / G
+    + (sp.Integer(1) / G - sp.Integer(1) / (G - 1)) * group.rest_sum(S.g(m_j))
+    + group.rest_sum(S.g(m_j) - S.g(lemma)) / (G - 1)
+)
+display(sp.Eq(sp.Symbol("s_i"), definition), sp.Eq(sp.Symbol("s_i"), decomposition))""",
+    ),
+    (
+        "md",
+        """**Step 3.** The canonical form: each sum split by linearity with the factors free of $j$ pulled out, the
+summation index renamed canonically, every argument of $g$ a reduced fraction. The interaction sum breaks into
+$\\sum_j g(m_j)$, which meets the normalisation term, and $\\sum_j g(m_j^{(-i)})$, which is the second half of
+the definition.""",
+    ),
+    (
+        "code",
+        """display(general.canonical_form(definition), general.canonical_form(decomposition))""",
+    ),
+    (
+        "md",
+        """**Step 4.** The difference as one reduced fraction in $G$, the sums and the values of $g$: it is 0, and
+its denominators $G$, $G-1$, $G-2$ vanish at no group size. That proves Thm 4.3 for every $G \\ge 3$.""",
+    ),
+    (
+        "code",
+        """proof = general.prove(definition, decomposition, "Thm 4.3")
+print(proof, "| residual:", proof.residual, "| denominators:", proof.group_denominators)
+assert proof.holds and proof.residual == 0""",
+    ),
+    (
+        "md",
+        """**Cross-check.** At $G = 4$ the same expressions, with every sum expanded and $q[j]$ written out, equal the
+explicit $4 \\times 4$ expansion of the definition; and a slip, $1/(G-1)$ instead of $1/(G-2)$ in Lemma D.1,
+leaves a non-zero residual.""",
+    ),
+    (
+        "code",
+        """K = S.kernel_matrix(4)
+assert S.is_identity(group.instantiate(decomposition, 4), S.credit(K, 0))
+slip = general.prove(m_j + (m_j - group.k(0, j)) / (G - 1), m_j_without_i, "Lemma D.1 with G-1")
+print(slip)
+assert not slip.holds""",
     ),
     (
         "md",
