@@ -146,15 +146,27 @@ def tiny(tmp_path_factory):
     return model, tok
 
 
-@pytest.mark.parametrize(("batch_size", "max_tokens"), [(1, None), (2, None), (8, 2)])
-def test_policy_embeddings_match_a_row_by_row_forward(tiny, batch_size, max_tokens):
+PROMPT_IDS = torch.tensor([[0, 0, 5, 6], [0, 7, 8, 9], [10, 11, 12, 13]])  # left padded (pad id 0)
+COMPLETION_IDS = torch.tensor([[20, 21, 22], [23, 0, 0], [0, 0, 0]])  # right padded; last row empty
+COMPLETION_MASK = torch.tensor([[1, 1, 1], [1, 0, 0], [0, 0, 0]])
+
+
+@pytest.mark.parametrize(
+    ("batch_size", "max_tokens", "chunk_tokens"), [(1, None, None), (2, None, None), (8, 2, None), (8, None, 7)]
+)
+def test_policy_embeddings_match_a_row_by_row_forward(tiny, batch_size, max_tokens, chunk_tokens):
     model, tok = tiny
-    prompt_ids = torch.tensor([[0, 0, 5, 6], [0, 7, 8, 9], [10, 11, 12, 13]])  # left padded (pad id 0)
+    prompt_ids, completion_ids, completion_mask = PROMPT_IDS, COMPLETION_IDS, COMPLETION_MASK
     prompt_mask = (prompt_ids != 0).long()
-    completion_ids = torch.tensor([[20, 21, 22], [23, 0, 0], [0, 0, 0]])  # right padded; last row empty
-    completion_mask = torch.tensor([[1, 1, 1], [1, 0, 0], [0, 0, 0]])
     got = policy_embeddings(
-        model, prompt_ids, prompt_mask, completion_ids, completion_mask, batch_size=batch_size, max_tokens=max_tokens
+        model,
+        prompt_ids,
+        prompt_mask,
+        completion_ids,
+        completion_mask,
+        batch_size=batch_size,
+        max_tokens=max_tokens,
+        chunk_tokens=chunk_tokens,
     )
     for b in range(3):
         with torch.no_grad():
@@ -168,3 +180,94 @@ def test_policy_embeddings_match_a_row_by_row_forward(tiny, batch_size, max_toke
         expected = last[:n].mean(0) if n else torch.zeros(last.shape[-1])
         torch.testing.assert_close(got[b], expected, rtol=1e-4, atol=1e-5)
     assert got.shape == (3, 32) and bool((got[2] == 0).all())
+
+
+@pytest.mark.parametrize(("P", "B", "G"), [(2, 6, 4), (3, 4, 6), (1, 10, 5), (4, 3, 3)])
+def test_rows_kept_out_of_the_kernel_match_the_brute_force_reference(P, B, G):
+    # Unscorable / masked-truncated rows: no credit, and the group's credits are those of its remaining rows.
+    gen = torch.Generator().manual_seed(7 * P + B + G)
+    emb = torch.randn(P * B, 6, generator=gen) + 0.3
+    kernel_rows = torch.rand(P * B, generator=gen) > 0.3
+    kernel_rows[:G] = True
+    kernel_rows[0] = False  # group 0 keeps G - 1 rows
+    parts = list(emb.split(B))
+    for p in range(P):
+        got = credits_for_local_rows(parts, p, G, kernel_rows=kernel_rows)
+        ref = credits_for_local_rows_reference(parts, p, G, kernel_rows=kernel_rows)
+        torch.testing.assert_close(got.local, ref, rtol=0, atol=1e-10)
+    got = credits_for_local_rows(parts, 0, G, kernel_rows=kernel_rows)
+    assert got.all[0] == 0 and bool((got.all[~kernel_rows] == 0).all())
+    counts = kernel_rows.reshape(-1, G).sum(1)
+    assert torch.equal(got.defined_rows, kernel_rows & (counts >= 3).repeat_interleave(G))
+    if G - 1 >= 3:  # group 0 by hand: the kernel of its G - 1 remaining rows
+        torch.testing.assert_close(got.all[1:G], single_process_credits(emb[1:G], G - 1), rtol=0, atol=1e-12)
+    assert torch.isnan(got.diversity[counts < 3]).all() and not torch.isnan(got.diversity[counts >= 3]).any()
+
+
+def test_kernel_rows_must_be_one_bool_per_row():
+    parts = [torch.rand(4, 3)]
+    with pytest.raises(ValueError, match=r"kernel_rows must be a bool tensor of shape \(4,\)"):
+        credits_for_local_rows(parts, 0, 4, kernel_rows=torch.ones(4))
+
+
+def test_policy_embeddings_keep_only_the_last_layer_and_size_passes_by_tokens(tiny):
+    # Every pass: no per-layer hidden states requested, and rows x length within the token budget.
+    model, _ = tiny
+    calls: list[tuple[tuple[int, ...], object]] = []
+    hook = model.register_forward_pre_hook(
+        lambda m, args, kwargs: calls.append((tuple(kwargs["input_ids"].shape), kwargs.get("output_hidden_states"))),
+        with_kwargs=True,
+    )
+    prompt_mask = (PROMPT_IDS != 0).long()
+    try:
+        got = policy_embeddings(model, PROMPT_IDS, prompt_mask, COMPLETION_IDS, COMPLETION_MASK, chunk_tokens=12)
+    finally:
+        hook.remove()
+    ref = policy_embeddings(model, PROMPT_IDS, prompt_mask, COMPLETION_IDS, COMPLETION_MASK, batch_size=1)
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
+    assert calls and all(not want_all for _, want_all in calls)
+    assert all(rows * width <= 12 for (rows, width), _ in calls)
+    assert sum(rows for (rows, _), _ in calls) == 3 and len(calls) == 2  # widths 4, 5, 7: [4, 5] then [7]
+
+
+def token_chunks_reference(lengths: list[int], budget: int) -> list[list[int]]:
+    """Brute force: greedy over rows sorted by length, a pass closes when one more row would exceed the budget."""
+    rows = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    out: list[list[int]] = [[]]
+    for i in rows:
+        trial = out[-1] + [i]
+        if out[-1] and len(trial) * max(max(lengths[j] for j in trial), 1) > budget:
+            out.append([i])
+        else:
+            out[-1] = trial
+    return [c for c in out if c]
+
+
+def test_token_chunks_match_the_reference():
+    from setpo.integrations.trl.embedding import token_chunks
+
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(50):
+        lengths = torch.randint(0, 40, (int(torch.randint(1, 20, (1,), generator=gen)),), generator=gen).tolist()
+        budget = int(torch.randint(1, 120, (1,), generator=gen))
+        chunks = token_chunks(lengths, budget)
+        assert chunks == token_chunks_reference(lengths, budget)
+        assert sorted(i for c in chunks for i in c) == list(range(len(lengths)))
+
+
+def test_policy_embeddings_run_without_dropout_and_restore_the_mode(tmp_path):
+    # LoRA dropout 0.5 on a model in train mode: the same batch must embed the same way twice.
+    from peft import LoraConfig, get_peft_model
+
+    from setpo.tiny import build_tiny_model, load_tiny
+
+    model, _ = load_tiny(build_tiny_model(tmp_path / "m", hidden_size=32, num_layers=1))
+    lora = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.5, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    model = get_peft_model(model, lora)
+    model.train()
+    prompt_mask = (PROMPT_IDS != 0).long()
+    a = policy_embeddings(model, PROMPT_IDS, prompt_mask, COMPLETION_IDS, COMPLETION_MASK, batch_size=8)
+    b = policy_embeddings(model, PROMPT_IDS, prompt_mask, COMPLETION_IDS, COMPLETION_MASK, batch_size=8)
+    assert model.training and all(m.training for m in model.modules())
+    assert float(a.abs().max()) > 0
+    torch.testing.assert_close(a, b, rtol=0, atol=0)

@@ -5,6 +5,11 @@ TRL lays the generation batch out as the concatenation of the processes' local r
 straddle two processes. Each process gathers every row's embedding, computes all credits, and keeps the
 rows of its own slice ``[process_index * B_local, (process_index + 1) * B_local)`` exactly as TRL slices
 the advantages.
+
+Rows may be kept out of the kernel (``kernel_rows``): unscorable completions (every reward function returned None)
+and completions TRL masks out of the loss (``mask_truncated_completions``). A group's credits are then those of
+the set of its remaining members (the same closed form on the smaller kernel); excluded rows get credit 0, and
+a group with fewer than 3 remaining members gets credit 0 on every row (D(Omega \\ {o_i}) is undefined there).
 """
 
 from __future__ import annotations
@@ -24,7 +29,15 @@ class BatchCredits:
 
     local: torch.Tensor  # (B_local,) credits s_i of this process's rows, in its row order
     all: torch.Tensor  # (N,) credits of the gathered batch
-    diversity: torch.Tensor  # (N / G,) D(Omega) of every group
+    diversity: torch.Tensor  # (N / G,) D(Omega) of every group's kernel rows (NaN where fewer than 3)
+    defined: torch.Tensor | None = None  # (N,) bool: the row entered a kernel of >= 3 rows and has a credit
+
+    @property
+    def defined_rows(self) -> torch.Tensor:
+        """(N,) bool mask of the rows whose credit is defined (every row when no mask was given)."""
+        if self.defined is None:
+            return torch.ones_like(self.all, dtype=torch.bool)
+        return self.defined
 
 
 def _check_layout(per_process: Sequence[torch.Tensor], process_index: int, group_size: int) -> tuple[int, int]:
@@ -46,6 +59,15 @@ def _check_layout(per_process: Sequence[torch.Tensor], process_index: int, group
     return B_local, N
 
 
+def _check_kernel_rows(kernel_rows: torch.Tensor | None, N: int) -> torch.Tensor:
+    if kernel_rows is None:
+        return torch.ones(N, dtype=torch.bool)
+    if not isinstance(kernel_rows, torch.Tensor) or kernel_rows.dtype != torch.bool or kernel_rows.shape != (N,):
+        got = (tuple(kernel_rows.shape), kernel_rows.dtype) if isinstance(kernel_rows, torch.Tensor) else kernel_rows
+        raise ValueError(f"kernel_rows must be a bool tensor of shape ({N},) (one flag per gathered row), got {got}")
+    return kernel_rows.detach().cpu()
+
+
 def credits_for_local_rows(
     per_process_embeddings: Sequence[torch.Tensor],
     process_index: int,
@@ -53,18 +75,37 @@ def credits_for_local_rows(
     clamp: bool = True,
     shaping: ShapingSpec = "neglog1p",
     dtype: torch.dtype = torch.float64,
+    kernel_rows: torch.Tensor | None = None,
 ) -> BatchCredits:
     """s_i = D(Omega) - D(Omega \\ {o_i}) (eq. 5, Lemma D.1 closed form) for the rows of process ``process_index``.
 
     ``per_process_embeddings[p]`` is the (B_local, d) embedding tensor of process p (what ``gather`` concatenates).
+    ``kernel_rows`` (N,) bool: rows allowed into their group's kernel (None: all); Omega is then a group's allowed rows.
     """
     B_local, N = _check_layout(per_process_embeddings, process_index, group_size)
+    allowed = _check_kernel_rows(kernel_rows, N)
     gathered = torch.cat([e.to(dtype) for e in per_process_embeddings], dim=0)
-    grouped = gathered.reshape(N // group_size, group_size, -1)
-    K = cosine_kernel(grouped, clamp=clamp)
-    credits = loo_credits(K, shaping).reshape(N)
+    n_groups = N // group_size
+    if bool(allowed.all()):  # the common case: one batched call
+        K = cosine_kernel(gathered.reshape(n_groups, group_size, -1), clamp=clamp)
+        credits = loo_credits(K, shaping).reshape(N)
+        local = credits[process_index * B_local : (process_index + 1) * B_local]
+        return BatchCredits(local=local, all=credits, diversity=set_diversity(K, shaping), defined=allowed)
+    credits = torch.zeros(N, dtype=dtype, device=gathered.device)
+    diversity = torch.full((n_groups,), float("nan"), dtype=dtype, device=gathered.device)
+    per_group = allowed.reshape(n_groups, group_size)
+    counts = per_group.sum(1)
+    defined = torch.zeros(N, dtype=torch.bool)
+    for c in sorted({int(c) for c in counts.tolist() if c >= 3}):  # groups with c allowed rows, batched together
+        groups = (counts == c).nonzero().flatten()
+        members = per_group[groups].nonzero()[:, 1].reshape(-1, c)  # row-major: each group's rows in order
+        rows = groups.unsqueeze(1) * group_size + members  # (n, c) gathered-row indices
+        K = cosine_kernel(gathered[rows.to(gathered.device)], clamp=clamp)
+        credits[rows.flatten().to(gathered.device)] = loo_credits(K, shaping).flatten()
+        diversity[groups.to(gathered.device)] = set_diversity(K, shaping)
+        defined[rows.flatten()] = True
     local = credits[process_index * B_local : (process_index + 1) * B_local]
-    return BatchCredits(local=local, all=credits, diversity=set_diversity(K, shaping))
+    return BatchCredits(local=local, all=credits, diversity=diversity, defined=defined)
 
 
 def credits_for_local_rows_reference(
@@ -73,20 +114,28 @@ def credits_for_local_rows_reference(
     group_size: int,
     clamp: bool = True,
     shaping: ShapingSpec = "neglog1p",
+    kernel_rows: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Brute force of ``credits_for_local_rows(...).local``: row by row, find the group by global index, build its
-    kernel entry by entry from explicit dot products, and run the literal Algorithm 1 (float64)."""
-    B_local, _ = _check_layout(per_process_embeddings, process_index, group_size)
+    """Brute force of ``credits_for_local_rows(...).local``: row by row, find the group by global index and its
+    allowed members, build their kernel entry by entry from explicit dot products, and run the literal Algorithm 1
+    (float64); 0 for an excluded row or a group with fewer than 3 allowed rows."""
+    B_local, N = _check_layout(per_process_embeddings, process_index, group_size)
+    allowed = _check_kernel_rows(kernel_rows, N).tolist()
     g = get_shaping(shaping)
     rows = [(p, r) for p in range(len(per_process_embeddings)) for r in range(B_local)]  # global order
     out = []
     for r in range(B_local):
         n = process_index * B_local + r
         start = (n // group_size) * group_size
-        members = [per_process_embeddings[p][q].to(torch.float64) for p, q in rows[start : start + group_size]]
-        K = torch.empty(group_size, group_size, dtype=torch.float64)
-        for a in range(group_size):
-            for b in range(group_size):
+        kept = [i for i in range(start, start + group_size) if allowed[i]]
+        if not allowed[n] or len(kept) < 3:
+            out.append(torch.tensor(0.0, dtype=torch.float64))
+            continue
+        members = [per_process_embeddings[rows[i][0]][rows[i][1]].to(torch.float64) for i in kept]
+        size = len(kept)
+        K = torch.empty(size, size, dtype=torch.float64)
+        for a in range(size):
+            for b in range(size):
                 na, nb = members[a].norm(), members[b].norm()
                 if a == b:
                     k = 1.0
@@ -95,5 +144,5 @@ def credits_for_local_rows_reference(
                 else:
                     k = float(members[a] @ members[b] / (na * nb))
                 K[a, b] = min(max(k, 0.0), 1.0) if clamp else min(max(k, -1.0), 1.0)
-        out.append(loo_credits_reference(K, g)[n - start])
+        out.append(loo_credits_reference(K, g)[kept.index(n)])
     return torch.stack(out)
