@@ -22,6 +22,7 @@ from setpo.embedders import (
     SentenceTransformerEmbedder,
     available_embedders,
     build_embedder,
+    check_embedder_spec,
     default_offline_model_path,
     mean_pool_hidden_states,
     mean_pool_hidden_states_reference,
@@ -415,6 +416,17 @@ def test_build_embedder_dispatch():
 def test_build_embedder_bad_spec(spec):
     with pytest.raises(ValueError):
         build_embedder(spec)
+
+
+def test_build_embedder_typo_lists_the_registered_names(tmp_path):
+    # "hashd" is neither registered, nor a folder, nor an "org/name" Hub id: refused before any model load.
+    with pytest.raises(ValueError, match=r"unknown embedder 'hashd'.*\['hashed', 'minilm', 'offline'"):
+        build_embedder("hashd")
+    assert check_embedder_spec("org/model") == "org/model"
+    assert check_embedder_spec(f" {tmp_path} ") == str(tmp_path)
+    assert check_embedder_spec("policy", extra_names=("policy",)) == "policy"
+    with pytest.raises(ValueError, match="unknown embedder 'policy'"):
+        check_embedder_spec("policy")
 
 
 def test_build_embedder_kwargs_on_an_object_raise():

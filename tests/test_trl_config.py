@@ -40,7 +40,14 @@ def test_defaults_are_the_paper_kernel(tmp_path):
         ({"setpo_embedder": "policy", "setpo_embed_field": "prompt+completion"}, "needs a text embedder"),
         ({"setpo_embed_batch_size": 0}, "setpo_embed_batch_size must be an integer >= 1"),
         ({"setpo_embed_max_length": 0}, "setpo_embed_max_length must be None or an integer >= 1"),
-        ({"num_generations_eval": 2}, "num_generations_eval=2: SetPO needs at least 3"),
+        ({"setpo_policy_chunk_tokens": 0}, "setpo_policy_chunk_tokens must be an integer >= 1"),
+        ({"setpo_target_ratio": 0.0}, "setpo_target_ratio must be None or a finite number > 0"),
+        ({"setpo_target_ratio": -0.1}, "setpo_target_ratio must be None or a finite number > 0"),
+        ({"setpo_target_ratio": float("nan")}, "setpo_target_ratio must be None or a finite number > 0"),
+        ({"setpo_target_ratio": True}, "setpo_target_ratio must be None or a finite number > 0"),
+        ({"setpo_lambda_warmup_steps": -1}, "setpo_lambda_warmup_steps must be an integer >= 0"),
+        ({"setpo_lambda_warmup_steps": 2.5}, "setpo_lambda_warmup_steps must be an integer >= 0"),
+        ({"setpo_placebo": "yes"}, "setpo_placebo must be True or False"),
     ],
 )
 def test_bad_setpo_values_raise_clear_errors(tmp_path, kw, match):
@@ -52,6 +59,40 @@ def test_bad_setpo_values_raise_clear_errors(tmp_path, kw, match):
 def test_small_groups_are_refused_with_the_reason(tmp_path, G):
     with pytest.raises(ValueError, match=r"num_generations=\d: SetPO needs at least 3 .*G >= 3"):
         SetPOConfig(output_dir=str(tmp_path), num_generations=G, per_device_train_batch_size=4, **CPU)
+
+
+@pytest.mark.parametrize("G", [1, 2])
+def test_small_groups_are_fine_without_setpo(tmp_path, G):
+    # TRL trains with G = 2 and evaluates with G = 1 or 2; SetPO refuses them only when its credit is on in training.
+    c = make(tmp_path, num_generations_eval=G, setpo_lambda=0.5)  # evaluation skips credits where undefined
+    assert c.num_generations_eval == G and c.setpo_enabled
+    if G == 1:
+        return  # TRL itself refuses one generation per prompt in training
+    c = SetPOConfig(output_dir=str(tmp_path), num_generations=G, per_device_train_batch_size=4, setpo_lambda=0, **CPU)
+    assert c.num_generations == G and not c.setpo_enabled
+    with pytest.raises(ValueError, match=rf"num_generations={G}: SetPO needs at least 3"):
+        SetPOConfig(
+            output_dir=str(tmp_path), num_generations=G, per_device_train_batch_size=4, setpo_lambda=0.0,
+            setpo_target_ratio=0.1, **CPU,
+        )  # fmt: skip
+
+
+def test_controls_are_accepted(tmp_path):
+    c = make(tmp_path, setpo_lambda=0.0, setpo_target_ratio=1, setpo_lambda_warmup_steps=5, setpo_placebo=True)
+    assert (c.setpo_target_ratio, c.setpo_lambda_warmup_steps, c.setpo_placebo) == (1.0, 5, True)
+    assert isinstance(c.setpo_target_ratio, float) and c.setpo_enabled
+    d = make(tmp_path)
+    assert (d.setpo_target_ratio, d.setpo_lambda_warmup_steps, d.setpo_placebo) == (None, 0, False)
+
+
+def test_embedder_typo_fails_at_config_time_with_the_registered_names(tmp_path):
+    with pytest.raises(ValueError, match=r"setpo_embedder: unknown embedder 'hashd'.*'hashed'.*'minilm'.*'policy'"):
+        make(tmp_path, setpo_embedder="hashd")
+    for bad in ("no such model!", "./missing/folder", "a/b/c"):
+        with pytest.raises(ValueError, match="unknown embedder"):
+            make(tmp_path, setpo_embedder=bad)
+    for good in ("hashed", " Policy ", "minilm", "Qwen/Qwen3-Embedding-0.6B", str(tmp_path)):
+        assert make(tmp_path, setpo_embedder=good).setpo_embedder == good
 
 
 def test_registered_shapings_are_accepted(tmp_path):
@@ -177,6 +218,33 @@ def test_from_yaml_rejects_non_mapping_and_unknown_keys(tmp_path):
     bad.write_text("setpo_lambda: 0.1\nnot_a_field: 3\n")
     with pytest.raises(ValueError, match="not_a_field"):
         SetPOConfig.from_yaml(bad, output_dir=str(tmp_path))
+
+
+def test_from_yaml_reads_values_as_trl_does(tmp_path):
+    # YAML 1.1 reads 5e-2 and 1e-6 as strings; TRL's parser turns them into floats through the field types.
+    from trl import TrlParser
+
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "setpo_lambda: 5e-2\nlearning_rate: 1e-6\nsetpo_target_ratio: 1e-1\nnum_generations: 4\n"
+        "per_device_train_batch_size: 4\nsetpo_kernel_clamp: false\nuse_cpu: true\nbf16: false\n"
+        "report_to: none\nenv:\n  SETPO_TEST_FROM_YAML: '1'\n"
+    )
+    c = SetPOConfig.from_yaml(path, output_dir=str(tmp_path))
+    assert c.setpo_lambda == 0.05 and c.learning_rate == 1e-6 and c.setpo_target_ratio == 0.1
+    assert isinstance(c.learning_rate, float) and c.setpo_kernel_clamp is False
+    (trl_c,) = TrlParser(SetPOConfig).parse_args_and_config(["--config", str(path), "--output_dir", str(tmp_path)])
+    assert trl_c.to_dict() == c.to_dict()
+    import os
+
+    assert os.environ.pop("SETPO_TEST_FROM_YAML") == "1"
+
+
+def test_from_yaml_names_the_field_of_a_bad_value(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("setpo_lambda: lots\n")
+    with pytest.raises(ValueError, match=r"c\.yaml: argument --setpo_lambda.*: invalid float value: 'lots'"):
+        SetPOConfig.from_yaml(path, output_dir=str(tmp_path))
 
 
 def test_command_line_parsing(tmp_path):

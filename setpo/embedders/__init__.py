@@ -9,7 +9,7 @@ from setpo.embedders.policy import (
     mean_pool_hidden_states,
     mean_pool_hidden_states_reference,
 )
-from setpo.embedders.registry import available_embedders, build_embedder, register_embedder
+from setpo.embedders.registry import available_embedders, build_embedder, check_embedder_spec, register_embedder
 from setpo.embedders.sentence_transformer import (
     PAPER_MODEL,
     SentenceTransformerEmbedder,
@@ -27,6 +27,7 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "available_embedders",
     "build_embedder",
+    "check_embedder_spec",
     "check_embeddings",
     "check_texts",
     "default_offline_model_path",

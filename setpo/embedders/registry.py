@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from setpo.embedders.base import Embedder
 from setpo.embedders.hashed import HashedNgramEmbedder
@@ -10,6 +12,7 @@ from setpo.embedders.sentence_transformer import SentenceTransformerEmbedder, of
 
 EmbedderFactory = Callable[..., Embedder]
 _EMBEDDERS: dict[str, EmbedderFactory] = {}
+_ORG_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")  # a Hub model id "org/name"
 
 
 def register_embedder(name: str, factory: EmbedderFactory | None = None, overwrite: bool = False):
@@ -34,16 +37,37 @@ def available_embedders() -> list[str]:
     return sorted(_EMBEDDERS)
 
 
+def check_embedder_spec(spec: str, extra_names: Sequence[str] = ()) -> str:
+    """Return `spec` stripped if it is a registered name (or one of `extra_names`), an existing local folder or a
+    Hub id of the form "org/name"; otherwise raise ValueError listing the registered names (catches typos early)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"embedder spec must be a non-empty string, got {spec!r}")
+    name = spec.strip()
+    if name.lower() in _EMBEDDERS or name.lower() in {n.lower() for n in extra_names}:
+        return name
+    if Path(name).expanduser().is_dir():
+        return name
+    if _ORG_NAME.match(name) and not Path(name).expanduser().exists():
+        return name
+    names = sorted({*_EMBEDDERS, *(n.lower() for n in extra_names)})
+    raise ValueError(
+        f"unknown embedder {name!r}: not a registered name {names}, not an existing model folder, and not a Hugging "
+        "Face Hub id of the form 'org/name' (e.g. 'Qwen/Qwen3-Embedding-0.6B', "
+        "'sentence-transformers/all-MiniLM-L6-v2')"
+    )
+
+
 def build_embedder(spec: str | Embedder, **kwargs) -> Embedder:
     """An embedder from `spec`: a registered name ("hashed", "minilm"/"offline", ...), a sentence-transformers
-    Hub id or local folder (anything else that is a string), or an embedder object (returned as is)."""
+    Hub id ("org/name") or local folder, or an embedder object (returned as is). Other strings are refused
+    with the registered names listed (see :func:`check_embedder_spec`)."""
     if isinstance(spec, str):
         key = spec.strip().lower()
         if not key:
             raise ValueError("embedder spec is an empty string")
         if key in _EMBEDDERS:
             return _EMBEDDERS[key](**kwargs)
-        return SentenceTransformerEmbedder(spec, **kwargs)
+        return SentenceTransformerEmbedder(check_embedder_spec(spec), **kwargs)
     if isinstance(spec, type):
         raise ValueError(f"embedder spec {spec.__name__} is a class; pass an instance")
     if isinstance(spec, Embedder):

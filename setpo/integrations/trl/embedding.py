@@ -40,6 +40,48 @@ def embed_texts(embedder: Embedder, texts: Sequence[str], batch_size: int) -> to
     return torch.cat(chunks, dim=0)
 
 
+def _decoder_of(model: torch.nn.Module) -> torch.nn.Module | None:
+    """The module whose output holds the last hidden states (``get_decoder()`` of a causal LM, PEFT or not)."""
+    get_decoder = getattr(model, "get_decoder", None)
+    if not callable(get_decoder):
+        return None
+    try:
+        decoder = get_decoder()
+    except (AttributeError, NotImplementedError, TypeError):
+        return None
+    return decoder if isinstance(decoder, torch.nn.Module) and decoder is not model else None
+
+
+def _last_hidden(output: Any) -> torch.Tensor | None:
+    if isinstance(output, torch.Tensor):
+        return output
+    last = getattr(output, "last_hidden_state", None)
+    if isinstance(last, torch.Tensor):
+        return last
+    if isinstance(output, (tuple, list)) and output and isinstance(output[0], torch.Tensor):
+        return output[0]
+    return None
+
+
+def token_chunks(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
+    """Rows grouped into forward passes of at most ``max_tokens`` padded tokens (rows x longest row; at least one
+    row each), rows sorted by length so each pass pads little."""
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        width = max(lengths[i], 1)  # sorted: this row is the longest of the chunk so far
+        if current and (len(current) + 1) * width > max_tokens:
+            chunks.append(current)
+            current = []
+        current.append(i)
+    if current:
+        chunks.append(current)
+    return chunks
+
+
 @torch.no_grad()
 def policy_embeddings(
     model: torch.nn.Module,
@@ -47,14 +89,19 @@ def policy_embeddings(
     prompt_mask: torch.Tensor,
     completion_ids: torch.Tensor,
     completion_mask: torch.Tensor,
-    batch_size: int,
+    batch_size: int | None = None,
     max_tokens: int | None = None,
     autocast=None,
+    chunk_tokens: int | None = None,
 ) -> torch.Tensor:
     """(B, H) float32: the policy's last hidden states mean-pooled over completion tokens (the first ``max_tokens``).
 
     A row with no completion token gets the zero vector (the kernel isolates it). ``autocast`` is a context
-    manager factory (e.g. ``accelerator.autocast``).
+    manager factory (e.g. ``accelerator.autocast``). The model runs in eval mode (no dropout, so a batch always
+    gets the same embeddings) and its training flag is restored afterwards. Only the last layer's hidden states
+    are kept: they are read from the decoder's output by a forward hook (``output_hidden_states`` would keep every
+    layer's). Rows are run in passes of at most ``chunk_tokens`` padded tokens (rows x sequence length, trailing
+    padding trimmed per pass), or of ``batch_size`` rows when ``chunk_tokens`` is None.
     """
     from setpo.embedders import mean_pool_hidden_states
 
@@ -64,17 +111,52 @@ def policy_embeddings(
     if max_tokens is not None:
         pool_mask = pool_mask * (pool_mask.cumsum(dim=1) <= max_tokens).to(pool_mask.dtype)
     pool_mask = torch.cat([torch.zeros_like(prompt_mask), pool_mask], dim=1)
-    out = []
-    for start in range(0, input_ids.shape[0], batch_size):
-        sl = slice(start, start + batch_size)
+    # Columns after a row's last attended token never affect its earlier positions (causal attention): trim them.
+    positions = torch.arange(1, input_ids.shape[1] + 1, device=input_ids.device)
+    used = (attention_mask.bool() * positions).amax(dim=1).tolist()
+    if chunk_tokens is not None:
+        chunks = token_chunks(used, chunk_tokens)
+    else:
+        if batch_size is None or batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1 when chunk_tokens is None, got {batch_size}")
+        chunks = [list(range(s, min(s + batch_size, len(used)))) for s in range(0, len(used), batch_size)]
+
+    decoder = _decoder_of(model)
+    captured: list[Any] = []
+    hook = decoder.register_forward_hook(lambda m, a, out: captured.append(out)) if decoder is not None else None
+
+    def last_hidden(idx: torch.Tensor, width: int, all_layers: bool) -> torch.Tensor | None:
+        captured.clear()
         with autocast() if autocast is not None else nullcontext():
             outputs = model(
-                input_ids=input_ids[sl],
-                attention_mask=attention_mask[sl],
-                output_hidden_states=True,
+                input_ids=input_ids[idx, :width],
+                attention_mask=attention_mask[idx, :width],
+                output_hidden_states=all_layers,
                 use_cache=False,
                 logits_to_keep=1,  # only the hidden states are needed
             )
-        hidden = outputs.hidden_states[-1].float()
-        out.append(mean_pool_hidden_states(hidden, pool_mask[sl]).float())
-    return torch.cat(out, dim=0)
+        if all_layers:
+            return outputs.hidden_states[-1]
+        return _last_hidden(captured[-1]) if captured else None
+
+    was_training = model.training
+    model.eval()
+    out = torch.zeros(input_ids.shape[0], 0)
+    try:
+        for rows in chunks:
+            width = max(max(used[i] for i in rows), 1)
+            idx = torch.tensor(rows, device=input_ids.device)
+            hidden = last_hidden(idx, width, all_layers=hook is None)
+            if hidden is None:  # the decoder's output held no hidden states: fall back to output_hidden_states
+                hook.remove()
+                hook = None
+                hidden = last_hidden(idx, width, all_layers=True)
+            pooled = mean_pool_hidden_states(hidden.float(), pool_mask[idx, :width]).float()
+            if out.shape[1] == 0:
+                out = torch.zeros(input_ids.shape[0], pooled.shape[1], device=pooled.device)
+            out[idx.to(pooled.device)] = pooled
+    finally:
+        if hook is not None:
+            hook.remove()
+        model.train(was_training)
+    return out
