@@ -1,6 +1,7 @@
-"""Machine checks of every theorem of the SetPO paper: symbolic (sympy), numeric (torch float64, >= 10,000
-random instances per result, reusing the setpo core), counterexample searches with an assumption dropped,
-tightness of the bounds, consistency of D(S), and an audit of the paper's printed arithmetic.
+"""Machine checks of every theorem of the SetPO paper: symbolic (sympy; the finite-group identities proven for
+a symbolic group size G in `theory.general`), numeric (torch float64, >= 10,000 random instances per result,
+reusing the setpo core), counterexample searches with an assumption dropped, tightness of the bounds,
+consistency of D(S), and an audit of the paper's printed arithmetic.
 
 Run everything with ``python -m theory`` (``--quick``, ``--only NAME``); each check is a function returning a
 `CheckRecord`, so tests call them directly.

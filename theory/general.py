@@ -112,7 +112,7 @@ class Group:
             z = int(e.indices[0])
             if e.base == Q:
                 return sp.Add(*[K[z, w] for w in rest if w != z])
-            return K[int(str(e.base.label)[2:]), z]
+            return K[int(str(e.base.label).removeprefix("k_")), z]  # k_a[z] -> K[a, z]
 
         out = S.named_derivatives(expr).subs(G, size).doit()
         return out.replace(lambda e: isinstance(e, sp.Indexed), entry)

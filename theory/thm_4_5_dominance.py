@@ -24,7 +24,8 @@ from theory.strategies import Dominance, dominance_instances, run_property, shap
 RESULT = "Thm 4.5 = D.4"
 GENERAL_SCOPE = (
     "for every G >= 3: s_r - s_c = D(Omega-c) - D(Omega-r) = (1/(G-1)) [g(a_0) - g(b_0) + sum_j (g(a_j) - g(b_j))] "
-    "with a_0 - b_0 = sum_j (k_rj - k_cj)/(G-2), a_j - b_j = (k_rj - k_cj)/(G-2); under dominance a_0 < b_0 and "
+    "with a_0 - b_0 = sum_j (k_rj - k_cj)/(G-2), a_j - b_j = (k_rj - k_cj)/(G-2); under dominance a_0 < b_0 (case "
+    "split: G = 3, where the strict j* is the only other member, and G >= 4) and "
     "a_j <= b_j, and a positive g-difference plus non-negative ones over G-1 gives s_r > s_c. Not machine-checked: "
     "'a < b implies g(a) > g(b)', the definition of strictly decreasing g"
 )
