@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from fractions import Fraction
 
 import numpy as np
@@ -135,3 +136,30 @@ def test_bad_input_raises(n, c, k, match):
 def test_mismatched_shapes_raise():
     with pytest.raises(ValueError):
         pass_at_k(np.array([5, 6, 7]), np.array([1, 2]), 1)
+
+
+@pytest.mark.parametrize(
+    ("n", "c", "k"),
+    [(10**8, 5 * 10**7, 10), (2**62, 3, 7), (2**62, 2**61, 5), (10**20, 5, 3), (10**20, 10**19, 10**4)],
+    ids=["1e8-half-correct", "2^62", "2^62-huge-c", "1e20", "1e20-huge-c"],
+)
+def test_huge_n_and_c_are_exact_and_fast(n, c, k):
+    """A product of min(c, k) factors: no array of c terms, Python ints beyond int64, exact vs Fraction."""
+    t0 = time.perf_counter()
+    got = pass_at_k(n, c, k)
+    assert time.perf_counter() - t0 < 2.0  # was ~3 s for n = 1e8, c = 5e7; a failure for 2^62 and 1e20
+    exact = 1 - Fraction(math.prod(range(n - c - k + 1, n - c + 1)), math.prod(range(n - k + 1, n + 1)))
+    assert abs(Fraction(got) - exact) / exact < 1e-12
+
+
+def test_large_c_and_k_together_are_fast():
+    """min(c, k) = 5e7 factors: the partial product falls below float64 resolution early, pass@k is exactly 1."""
+    t0 = time.perf_counter()
+    assert pass_at_k(10**8, 5 * 10**7, 5 * 10**7 - 1) == 1.0
+    assert time.perf_counter() - t0 < 2.0
+
+
+def test_huge_inputs_broadcast_with_object_arrays():
+    out = pass_at_k(np.array([10**20, 2**62], dtype=object), 5, 1)
+    np.testing.assert_allclose(out, [5 / 10**20, 5 / 2**62], rtol=1e-14, atol=0)
+    assert pass_at_k(1e20, 5.0, 1) == pytest.approx(5e-20, rel=1e-14)

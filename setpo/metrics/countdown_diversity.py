@@ -14,6 +14,7 @@ import math
 import numbers
 from collections.abc import Sequence
 
+from setpo.metrics.diversity import check_not_bare_string
 from setpo.tasks.countdown import CanonLevel, CountdownProblem, canonical, extract_answer, score_answer
 
 LEVELS: tuple[CanonLevel, ...] = ("string", "tree", "commutative", "associative")
@@ -21,6 +22,7 @@ LEVELS: tuple[CanonLevel, ...] = ("string", "tree", "commutative", "associative"
 
 def distinct_correct(completions: Sequence[str], problem: CountdownProblem, level: CanonLevel = "tree") -> set[str]:
     """Canonical keys (at `level`) of the completions whose answer solves `problem`."""
+    check_not_bare_string(completions, "completions")
     keys = set()
     for c in completions:
         if score_answer(c, problem.nums, problem.target)[1] == "correct":
@@ -49,6 +51,8 @@ def table3_metrics(
     `problems[i]`; also the per-problem distinct counts."""
     if len(samples) != len(problems):
         raise ValueError(f"{len(samples)} sample lists for {len(problems)} problems")
+    for s in samples:
+        check_not_bare_string(s, "each entry of samples")
     if not problems:
         raise ValueError("no problems to score")
     out = {}

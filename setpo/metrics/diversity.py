@@ -5,6 +5,8 @@
 * `mean_pairwise_distance`: mean of 1 - cos(e_i, e_j) over pairs of embeddings (of texts, via an Embedder);
 * `self_bleu`: mean BLEU-4 of each sample against all the others as references (report 1 - Self-BLEU).
 
+Every argument that is a sequence of texts refuses a bare string (which would be read as one-letter texts).
+
 Each fast path has a plain-loop reference (`*_reference`) beside it; the tests compare them.
 """
 
@@ -18,9 +20,17 @@ from typing import Literal
 import numpy as np
 import torch
 
+from setpo.core._checks import as_float_tensor
 from setpo.core.kernels import cosine_kernel
 from setpo.embedders.base import Embedder
 from setpo.rewards.gapo import normalize_answer
+
+
+def check_not_bare_string(texts, name: str) -> None:
+    """Refuse a bare string where a sequence of texts is expected (it would count as one-letter texts)."""
+    if isinstance(texts, (str, bytes)):
+        raise ValueError(f"{name} must be a sequence of texts, got a bare string {texts[:40]!r}; wrap it in a list")
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # Jensen-Shannon divergence
@@ -82,6 +92,8 @@ def item_distribution(
     ``invalid="drop"``: over valid answers only (length L; ValueError if none is valid).
     ``invalid="bucket"``: invalid answers form an extra outcome at the end (length L + 1).
     """
+    check_not_bare_string(answers, "answers")
+    check_not_bare_string(items, "items")
     if invalid not in ("drop", "bucket"):
         raise ValueError(f"unknown invalid policy {invalid!r}; use 'drop' or 'bucket'")
     if len(answers) == 0:
@@ -129,6 +141,8 @@ def validity_rate(
     normalize: Callable[[str | None], str] = normalize_answer,
 ) -> float:
     """Share of answers whose normalised form is in the normalised valid set (None / empty is invalid)."""
+    check_not_bare_string(answers, "answers")
+    check_not_bare_string(valid, "valid")
     if len(answers) == 0:
         raise ValueError("no answers given")
     V = {normalize(v) for v in valid} - {""}
@@ -144,6 +158,8 @@ def unique_at_n(
     normalize: Callable[[str | None], str] = normalize_answer,
 ) -> int:
     """Unique@N: number of distinct normalised non-empty answers among the first N (only valid ones if given)."""
+    check_not_bare_string(answers, "answers")
+    check_not_bare_string(valid, "valid")
     n = len(answers) if n is None else n
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"N must be a positive integer, got {n!r}")
@@ -161,14 +177,12 @@ def unique_at_n(
 
 def mean_pairwise_distance(embeddings: torch.Tensor) -> float:
     """Mean over pairs i < j of 1 - cos(e_i, e_j) (unclamped cosine, so in [0, 2]); zero rows: see cosine_kernel."""
-    e = torch.as_tensor(embeddings)
+    e = as_float_tensor(embeddings, "embeddings")
     if e.dim() != 2:
         raise ValueError(f"embeddings must have shape (N, d), got {tuple(e.shape)}")
     n = e.shape[0]
     if n < 2:
         raise ValueError(f"mean pairwise distance needs at least 2 samples, got {n}")
-    if not torch.is_floating_point(e):
-        raise ValueError(f"embeddings must be floating point, got {e.dtype}")
     cos = cosine_kernel(e.to(torch.float64), clamp=False)
     iu = torch.triu_indices(n, n, offset=1)
     return float((1.0 - cos[iu[0], iu[1]]).mean())
@@ -187,6 +201,7 @@ def mean_pairwise_distance_reference(embeddings) -> float:
 
 def mean_pairwise_embedding_distance(texts: Sequence[str], embedder: Embedder) -> float:
     """`mean_pairwise_distance` of the texts' embeddings (GAPO reports it for creative writing)."""
+    check_not_bare_string(texts, "texts")
     if len(texts) < 2:
         raise ValueError(f"mean pairwise distance needs at least 2 texts, got {len(texts)}")
     emb = embedder(list(texts))
@@ -203,7 +218,10 @@ Tokenize = Literal["word", "char"]
 
 
 def tokenize(text: str, how: Tokenize = "word") -> list[str]:
-    """Lower-cased whitespace words, or the characters of the lower-cased text with spaces removed."""
+    """Lower-cased whitespace words, or the characters of the lower-cased text with spaces removed.
+
+    Lower-casing comes first, so "The" and "the" are one token in every BLEU score here.
+    """
     if how == "word":
         return text.lower().split()
     if how == "char":
@@ -285,7 +303,11 @@ def self_bleu_reference(
     epsilon: float = 0.1,
     tokenization: Tokenize = "word",
 ) -> float:
-    """Self-BLEU by the definition: mean over i of `sentence_bleu`(text_i, all other texts) (Zhu et al. 2018)."""
+    """Self-BLEU by the definition: mean over i of `sentence_bleu`(text_i, all other texts) (Zhu et al. 2018).
+
+    Texts are lower-cased before they are split into tokens (see `tokenize`).
+    """
+    check_not_bare_string(texts, "texts")
     if len(texts) < 2:
         raise ValueError(f"Self-BLEU needs at least 2 texts, got {len(texts)}")
     toks = [tokenize(t, tokenization) for t in texts]
@@ -304,8 +326,10 @@ def self_bleu(
     """Self-BLEU (mean BLEU of each text against the others), same value as `self_bleu_reference`, O(N * len).
 
     For each n-gram only the two largest per-text counts are kept: the clipping count against "all texts
-    but i" is the largest unless text i holds it, then the second largest.
+    but i" is the largest unless text i holds it, then the second largest. Texts are lower-cased before they are
+    split into tokens (see `tokenize`), so Self-BLEU is case-insensitive.
     """
+    check_not_bare_string(texts, "texts")
     _check_bleu_args(max_n, smoothing, epsilon)
     if len(texts) < 2:
         raise ValueError(f"Self-BLEU needs at least 2 texts, got {len(texts)}")

@@ -2,25 +2,57 @@
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import numpy as np
+
+# Partial sums of log-factors are evaluated in chunks; below this the product is under 2^-54 and 1 - it is 1.0.
+_CHUNK = 1 << 20
+_LOG_NEGLIGIBLE = -40.0
+
+
+def _as_int_array(v, name: str) -> np.ndarray:
+    """`v` as an array of Python ints (object dtype): any integer size, integral floats, numpy integers."""
+    a = np.asarray(v)
+    if a.dtype.kind == "b" or isinstance(v, bool):
+        raise ValueError(f"{name} must hold integers, got {v!r}")
+    if a.dtype.kind in "iu":
+        return a.astype(object)
+    flat = a.reshape(-1)
+    out = np.empty(flat.shape, dtype=object)
+    for idx, x in enumerate(flat.tolist() if a.dtype.kind != "O" else flat):
+        if isinstance(x, bool) or not isinstance(x, (numbers.Integral, float)):
+            raise ValueError(f"{name} must hold integers, got {v!r}")
+        if isinstance(x, float) and not (math.isfinite(x) and x == int(x)):
+            raise ValueError(f"{name} must hold integers, got {v!r}")
+        out[idx] = int(x)
+    return out.reshape(a.shape)
+
+
+def _log_ratio(n: int, c: int, k: int) -> float:
+    """log(C(n-c, k) / C(n, k)) as a sum of min(c, k) terms log1p(-x), stopping once it is below -40."""
+    # k <= c: prod_{i<k} (n-c-i)/(n-i) = prod_{i<k} (1 - c/(n-i)); else prod_{i=n-c+1}^{n} (1 - k/i), the same
+    # form with c and k swapped. Either way the denominators are n, n-1, ..., n-min(c, k)+1.
+    num, count = (float(c), k) if k <= c else (float(k), c)
+    total = 0.0
+    for lo in range(0, count, _CHUNK):
+        i = np.arange(lo, min(count, lo + _CHUNK), dtype=np.float64)
+        total += float(np.log1p(-num / (float(n) - i)).sum())
+        if total < _LOG_NEGLIGIBLE:
+            break
+    return total
 
 
 def pass_at_k(n, c, k):
     """Unbiased pass@k = 1 - C(n-c, k) / C(n, k) (Chen et al. 2021, eq. 1), 1 when n - c < k; inputs broadcast.
 
-    Evaluated in the product form 1 - prod_{i=n-c+1}^{n} (1 - k/i) as -expm1(sum log1p(-k/i)): relative
-    error of order c * 1e-16, with no large binomials, for any n.
-    Returns a float for scalar input, else a float64 array.
+    Evaluated as a product of min(c, k) factors, 1 - prod_{i<k} (1 - c/(n-i)) or 1 - prod_{i=n-c+1}^{n} (1 - k/i),
+    via -expm1(sum log1p(.)): relative error of order min(c, k) * 1e-16, no large binomials, any integer n
+    (Python ints beyond int64 included). Returns a float for scalar input, else a float64 array.
     """
-    n_a, c_a, k_a = (np.asarray(v) for v in (n, c, k))
-    for name, v in (("n", n_a), ("c", c_a), ("k", k_a)):
-        integral_float = v.dtype.kind == "f" and np.all(np.isfinite(v)) and np.all(v == np.round(v))
-        if v.dtype.kind not in "iu" and not integral_float:
-            raise ValueError(f"{name} must hold integers, got {v!r}")
-    for name, v in (("n", n_a), ("c", c_a), ("k", k_a)):
-        if v.size and v.dtype.kind in "uf" and np.max(v) > np.iinfo(np.int64).max:
-            raise ValueError(f"{name} is too large")
-    n_a, c_a, k_a = np.broadcast_arrays(n_a.astype(np.int64), c_a.astype(np.int64), k_a.astype(np.int64))
+    n_a, c_a, k_a = (_as_int_array(v, name) for v, name in ((n, "n"), (c, "c"), (k, "k")))
+    n_a, c_a, k_a = np.broadcast_arrays(n_a, c_a, k_a)
     if np.any(n_a < 1):
         raise ValueError("n (samples per problem) must be >= 1")
     if np.any((c_a < 0) | (c_a > n_a)):
@@ -28,11 +60,9 @@ def pass_at_k(n, c, k):
     if np.any((k_a < 1) | (k_a > n_a)):
         raise ValueError("k must satisfy 1 <= k <= n for the unbiased estimator")
     out = np.ones(n_a.shape, dtype=np.float64)
-    for idx in np.argwhere(n_a - c_a >= k_a):
-        idx = tuple(idx)
+    for idx in np.ndindex(n_a.shape):
         n_i, c_i, k_i = int(n_a[idx]), int(c_a[idx]), int(k_a[idx])
-        if c_i == 0:
-            out[idx] = 0.0
+        if n_i - c_i < k_i:
             continue
-        out[idx] = -np.expm1(np.log1p(-k_i / np.arange(n_i - c_i + 1, n_i + 1, dtype=np.float64)).sum())
+        out[idx] = 0.0 if c_i == 0 else -math.expm1(_log_ratio(n_i, c_i, k_i))
     return float(out) if out.ndim == 0 else out
