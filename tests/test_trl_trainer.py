@@ -330,3 +330,174 @@ def test_evaluation_uses_num_generations_eval(tmp_path, model_dir):
     torch.testing.assert_close(eval_cap["advantages"].double(), want, rtol=0, atol=2e-5)
     evals = [h for h in trainer.state.log_history if "eval_loss" in h]
     assert evals and math.isfinite(evals[0]["eval_setpo/credit_mean"])
+
+
+# -- rows kept out of the kernel, small groups, drop-in construction, ZeRO-3 ---------------------------------------
+
+
+def base_advantages(trainer, n: int) -> torch.Tensor:
+    """TRL's A_bar of the last n gathered rows, as it logged them."""
+    return torch.tensor(list(trainer._logs["advantages"])[-n:], dtype=torch.float64)
+
+
+def credits_over(texts, keep, embedder, G=G) -> torch.Tensor:
+    """Credits with each group's kernel built from its kept rows only (0 elsewhere and for groups under 3 rows)."""
+    s = torch.zeros(len(texts), dtype=torch.float64)
+    for start in range(0, len(texts), G):
+        rows = [i for i in range(start, start + G) if keep[i]]
+        if len(rows) >= 3:
+            emb = torch.as_tensor(embedder([texts[i] for i in rows])).double()
+            s[rows] = loo_credits(cosine_kernel(emb.unsqueeze(0))).squeeze(0)
+    return s
+
+
+def test_unscorable_rows_get_no_credit_and_stay_out_of_the_kernel(tmp_path, model_dir):
+    unscorable = {0, 5}  # one row of each group: the kernels hold the other 3 rows
+
+    def sometimes_none(completions, **kwargs):
+        return [None if i in unscorable else float(len(set(c))) for i, c in enumerate(completions)]
+
+    args = SetPOConfig(output_dir=str(tmp_path), setpo_lambda=LAM, **{**RUN, "max_steps": 1})
+    embedder = CharHistogram()
+    trainer, _ = run(SetPOTrainer, model_dir, args, reward_funcs=(sometimes_none,), embedder=embedder)
+    cap = trainer.captured[0]
+    A = base_advantages(trainer, ROWS)
+    assert A[0] == 0 and A[5] == 0  # TRL zeroes them
+    assert cap["advantages"][0] == 0 and cap["advantages"][5] == 0  # and SetPO adds nothing
+    keep = [i not in unscorable for i in range(ROWS)]
+    s = credits_over(cap["completions"], keep, embedder)
+    assert float(s.abs().max()) > 1e-3
+    torch.testing.assert_close(cap["advantages"].double(), A + LAM * s, rtol=0, atol=2e-5)
+    (h,) = step_logs(trainer)
+    assert h["setpo/kernel_row_frac"] == pytest.approx(6 / 8)
+
+
+def test_masked_truncated_completions_stay_out_of_the_kernel(tmp_path, model_dir):
+    # Extra stop characters make some completions end early; the others are truncated and, with
+    # mask_truncated_completions, out of the loss: they must not shift their group's credits either.
+    model, tok = load_tiny(model_dir)
+    model.generation_config.eos_token_id = [tok.eos_token_id, *tok.convert_tokens_to_ids(list("aeiou"))]
+    args = SetPOConfig(
+        output_dir=str(tmp_path), setpo_lambda=LAM, mask_truncated_completions=True, **{**RUN, "max_steps": 1}
+    )
+    embedder = CharHistogram()
+    trainer = capturing(SetPOTrainer)(
+        model=model,
+        reward_funcs=[distinct_chars],
+        args=args,
+        train_dataset=dataset(),
+        processing_class=tok,
+        embedder=embedder,
+    )
+    trainer.train()
+    cap = trainer.captured[0]
+    keep = (cap["out"]["completion_mask"].sum(1) > 0).tolist()  # TRL zeroes the mask of truncated rows
+    assert 0 < sum(keep) < ROWS and any(sum(keep[g : g + G]) >= 3 for g in range(0, ROWS, G))
+    s = credits_over(cap["completions"], keep, embedder)
+    assert float(s.abs().max()) > 1e-3
+    A = base_advantages(trainer, ROWS)
+    torch.testing.assert_close(cap["advantages"].double(), A + LAM * s, rtol=0, atol=2e-5)
+    assert torch.equal(trainer.setpo_last_credits.defined_rows, torch.tensor(keep) & (s != 0))
+
+
+def test_evaluation_with_one_or_two_generations_keeps_A_bar(tmp_path, model_dir):
+    args = SetPOConfig(
+        output_dir=str(tmp_path),
+        setpo_lambda=LAM,
+        num_generations_eval=2,
+        per_device_eval_batch_size=4,
+        eval_strategy="steps",
+        eval_steps=1,
+        **{**RUN, "max_steps": 1},
+    )
+    model, tok = load_tiny(model_dir)
+    trainer = capturing(SetPOTrainer)(
+        model=model,
+        reward_funcs=[distinct_chars],
+        args=args,
+        train_dataset=dataset(),
+        eval_dataset=dataset().select(range(2)),
+        processing_class=tok,
+        embedder=CharHistogram(),
+    )
+    trainer.train()
+    train_cap, eval_cap = trainer.captured
+    A = group_advantages(torch.tensor(distinct_chars(eval_cap["completions"]), dtype=torch.float64), 2, eps=1e-4)
+    torch.testing.assert_close(eval_cap["advantages"].double(), A, rtol=0, atol=1e-6)
+    evals = [h for h in trainer.state.log_history if "eval_loss" in h]
+    assert evals and not any(k.startswith("eval_setpo/") for k in evals[0])
+    assert "setpo/credit_mean" in step_logs(trainer)[0]  # training (G = 4) still gets its credit
+
+
+def test_two_generations_train_as_plain_grpo_when_lambda_is_zero(tmp_path, model_dir):
+    args = SetPOConfig(output_dir=str(tmp_path), setpo_lambda=0.0, **{**RUN, "num_generations": 2, "max_steps": 1})
+    trainer, _ = run(SetPOTrainer, model_dir, args)
+    assert len(step_logs(trainer)) == 1 and trainer.setpo_embedder is None
+
+
+def test_positional_arguments_like_grpo_trainer(tmp_path, model_dir):
+    model, tok = load_tiny(model_dir)
+    args = SetPOConfig(output_dir=str(tmp_path), setpo_lambda=LAM, setpo_embedder="hashed", **{**RUN, "max_steps": 1})
+    # GRPOTrainer(model, reward_funcs, args, train_dataset, eval_dataset, processing_class)
+    trainer = SetPOTrainer(model, [distinct_chars], args, dataset(), None, tok)
+    assert trainer.train_dataset is not None and trainer.processing_class is tok
+    trainer.train()
+    assert math.isfinite(step_logs(trainer)[0]["setpo/credit_mean"])
+
+
+class _FakeZero3Config:
+    def is_zero3(self) -> bool:
+        return True
+
+
+def test_text_embedder_is_built_outside_the_zero3_init_context(tmp_path, model_dir):
+    from transformers.integrations.deepspeed import (
+        is_deepspeed_zero3_enabled,
+        set_hf_deepspeed_config,
+        unset_hf_deepspeed_config,
+    )
+
+    from setpo.embedders import HashedNgramEmbedder, register_embedder
+    from setpo.embedders.registry import _EMBEDDERS
+
+    seen: list[bool] = []
+
+    def probe(**kwargs):
+        seen.append(is_deepspeed_zero3_enabled())  # what from_pretrained would see: zero.Init partitions if True
+        return HashedNgramEmbedder()
+
+    register_embedder("zero3-probe", probe, overwrite=True)
+    fake = _FakeZero3Config()
+    try:
+        args = SetPOConfig(output_dir=str(tmp_path), setpo_lambda=0.0, setpo_embedder="zero3-probe", **RUN)
+        model, tok = load_tiny(model_dir)
+        trainer = SetPOTrainer(model, [distinct_chars], args, dataset(), processing_class=tok)
+        set_hf_deepspeed_config(fake)
+        assert is_deepspeed_zero3_enabled()
+        trainer.args.setpo_lambda = LAM
+        trainer._setpo_build_embedder()  # what the first step with the credit on does
+        assert seen == [False] and isinstance(trainer.setpo_embedder, HashedNgramEmbedder)
+        assert is_deepspeed_zero3_enabled()  # restored afterwards
+    finally:
+        unset_hf_deepspeed_config()
+        _EMBEDDERS.pop("zero3-probe", None)
+
+
+def test_zero3_context_uses_the_accelerate_plugin_switch():
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    from setpo.integrations.trl.trainer import zero3_init_disabled
+
+    entered: list[bool] = []
+
+    @contextmanager
+    def zero3_init_context_manager(enable: bool = False):
+        entered.append(enable)
+        yield
+
+    accelerator = SimpleNamespace(
+        state=SimpleNamespace(deepspeed_plugin=SimpleNamespace(zero3_init_context_manager=zero3_init_context_manager))
+    )
+    with zero3_init_disabled(accelerator):
+        assert entered == [False]

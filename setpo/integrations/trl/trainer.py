@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import torch
-from accelerate.utils import gather_object
+from accelerate.utils import broadcast_object_list, gather_object
 from trl import GRPOConfig, GRPOTrainer
 
 from setpo.core import setpo_advantages
+from setpo.core.controls import placebo_permutation, ratio_lambda, warmup_factor
 from setpo.embedders import Embedder, build_embedder
-from setpo.integrations.trl.config import SetPOConfig
+from setpo.integrations.trl.config import SetPOConfig, check_group_size
 from setpo.integrations.trl.distributed import BatchCredits, credits_for_local_rows
 from setpo.integrations.trl.embedding import embed_texts, policy_embeddings, texts_for_embedding
 from setpo.integrations.trl.group_rewards import GroupRewardFunction
@@ -24,34 +27,77 @@ def _zero_reward(prompts, completions, **kwargs) -> list[float]:
     return [0.0] * len(completions)
 
 
-def build_text_embedder(spec: str, device: Any = None, batch_size: int = 64, max_length: int | None = None) -> Embedder:
-    """``setpo.embedders.build_embedder(spec)`` with device / batching / truncation where the embedder takes them."""
+@contextmanager
+def zero3_init_disabled(accelerator: Any = None) -> Iterator[None]:
+    """Models loaded inside are not partitioned by DeepSpeed ZeRO-3 (``from_pretrained`` skips ``zero.Init``).
+
+    Under ZeRO-3, transformers wraps every ``from_pretrained`` in ``deepspeed.zero.Init`` while an HF DeepSpeed
+    config is registered, which leaves a separately loaded embedder with empty partitioned weights ("'weight'
+    must be 2-D"). The embedder is small and only used for inference, so each process keeps a full copy.
+    """
+    import transformers.integrations.deepspeed as hf_deepspeed
+
+    saved = hf_deepspeed._hf_deepspeed_config_weak_ref
+    plugin = getattr(getattr(accelerator, "state", None), "deepspeed_plugin", None)
     try:
-        return build_embedder(spec, device=device, batch_size=batch_size, max_length=max_length)
-    except TypeError as err:
-        if "unexpected keyword argument" not in str(err):
-            raise
-    # Model-free embedders (e.g. "hashed") have no batch size or token limit.
-    return build_embedder(spec)
+        with ExitStack() as stack:
+            if plugin is not None and hasattr(plugin, "zero3_init_context_manager"):
+                stack.enter_context(plugin.zero3_init_context_manager(enable=False))
+            hf_deepspeed._hf_deepspeed_config_weak_ref = None
+            yield
+    finally:
+        hf_deepspeed._hf_deepspeed_config_weak_ref = saved
+
+
+def build_text_embedder(
+    spec: str, device: Any = None, batch_size: int = 64, max_length: int | None = None, accelerator: Any = None
+) -> Embedder:
+    """``setpo.embedders.build_embedder(spec)`` with device / batching / truncation where the embedder takes them,
+    built outside any DeepSpeed ZeRO-3 init context (see :func:`zero3_init_disabled`)."""
+    with zero3_init_disabled(accelerator):
+        try:
+            return build_embedder(spec, device=device, batch_size=batch_size, max_length=max_length)
+        except TypeError as err:
+            if "unexpected keyword argument" not in str(err):
+                raise
+        # Model-free embedders (e.g. "hashed") have no batch size or token limit.
+        return build_embedder(spec)
 
 
 class SetPOTrainer(GRPOTrainer):
     """GRPOTrainer whose advantages get the SetPO credit: A_hat_i = A_bar_i + lambda * s_i (eq. 6).
 
+    Takes GRPOTrainer's arguments, positionally or by name, plus ``embedder``: an object following the
+    ``Embedder`` protocol, used instead of ``args.setpo_embedder``.
+
     After TRL's own ``_generate_and_score_completions`` (rewards gathered, base advantages A_bar computed and
     sliced), every process embeds its completions, the embeddings are gathered, each group of G consecutive
     rows gets its kernel and leave-one-out credits (Lemma D.1), and each process adds lambda * s to its own
-    slice. ``setpo_lambda=0`` skips all of it (plain GRPO, bit for bit).
+    slice. ``setpo_lambda=0`` without a target ratio skips all of it (plain GRPO, bit for bit).
 
-    ``embedder``: an object following the ``Embedder`` protocol, used instead of ``args.setpo_embedder``.
-    Reward functions wrapped in ``GroupRewardFunction`` (e.g. ``gapo_reward_func``) are scored on the
-    gathered batch, so groups split across processes are seen whole.
-    Metrics: setpo/credit_mean, setpo/credit_std, setpo/shaping_ratio (mean |lambda s| / mean |A_bar|),
-    setpo/diversity (mean D(Omega)), setpo/embed_time_s and setpo/credit_time_s (slowest process); with
+    Rows kept out of the kernel get no credit and do not shift their group's credits: unscorable completions
+    (every reward function returned None, so TRL sets A_bar = 0) and, with ``mask_truncated_completions``, the
+    truncated completions TRL masks out of the loss. A group keeping fewer than 3 rows gets no credit; so does
+    every group of an evaluation with ``num_generations_eval`` < 3.
+
+    Controls (``SetPOConfig``): ``setpo_target_ratio`` sets lambda each training step to
+    target * mean|A_bar| / mean|s| over the kernel rows (the previous value is kept when either mean is 0);
+    ``setpo_lambda_warmup_steps`` scales lambda by min(1, global_step / warm-up); ``setpo_placebo`` gives
+    every row the credit of a row of another group (the same permutation on every process). ``args.setpo_lambda``
+    may be raised from 0 during training (e.g. by a callback): the embedder is then built at the first step that
+    needs it.
+
+    Reward functions wrapped in ``GroupRewardFunction`` (e.g. ``gapo_reward_func``) are scored once, by the main
+    process, on the gathered batch (so groups split across processes are seen whole) and the result is
+    broadcast: every process uses the same rewards even when the function is not deterministic.
+
+    Metrics: setpo/lambda (effective), setpo/placebo (1 or 0), setpo/credit_mean, setpo/credit_std (over kernel
+    rows), setpo/shaping_ratio (mean |lambda s| / mean |A_bar| over kernel rows), setpo/diversity (mean
+    D(Omega)), setpo/kernel_row_frac, setpo/embed_time_s and setpo/credit_time_s (slowest process); with
     ``log_completions`` the completions table gets a ``setpo_credit`` column beside TRL's (base) advantage.
     """
 
-    def __init__(self, model, reward_funcs=None, args: SetPOConfig | None = None, *, embedder=None, **kwargs):
+    def __init__(self, model, reward_funcs=None, args: SetPOConfig | None = None, *positional, embedder=None, **kwargs):
         if args is None:
             name = model if isinstance(model, str) else getattr(getattr(model, "config", None), "_name_or_path", "")
             args = SetPOConfig(f"{str(name).split('/')[-1] or 'model'}-SetPO")
@@ -61,32 +107,47 @@ class SetPOTrainer(GRPOTrainer):
         args._validate_setpo()  # fields may have been changed after construction
         if embedder is not None and not callable(embedder):
             raise ValueError(f"embedder must follow the Embedder protocol (texts -> (N, d)), got {type(embedder)}")
-        super().__init__(model, reward_funcs, args, **kwargs)
+        super().__init__(model, reward_funcs, args, *positional, **kwargs)
         self._setpo_local_rows: tuple[list, list, list] | None = None
-        self.setpo_last_credits: BatchCredits | None = None
+        self._setpo_unscorable: torch.Tensor | None = None
+        self._setpo_embedder_arg = embedder
+        self._setpo_use_policy = embedder is None and self.args.setpo_embedder.strip().lower() == "policy"
+        self._setpo_ratio_lambda = {"train": 0.0, "eval": 0.0}  # last lambda set from the target ratio, per mode
+        self.setpo_last_credits: BatchCredits | None = None  # the credits added (after the placebo, if on)
+        self.setpo_last_unpermuted_credits: BatchCredits | None = None  # the batch's own credits
+        self.setpo_last_lambda: float | None = None
         self.setpo_embedder: Embedder | None = None
-        self._setpo_use_policy = False
-        if self.args.setpo_lambda > 0:
-            if embedder is not None:
-                self.setpo_embedder = embedder
-            elif self.args.setpo_embedder.strip().lower() == "policy":
-                self._setpo_use_policy = True
-            else:
-                self.setpo_embedder = build_text_embedder(
-                    self.args.setpo_embedder,
-                    device=self.accelerator.device,
-                    batch_size=self.args.setpo_embed_batch_size,
-                    max_length=self.args.setpo_embed_max_length,
-                )
+        if self._setpo_enabled():
+            self._setpo_build_embedder()
+
+    def _setpo_enabled(self) -> bool:
+        return self.args.setpo_lambda > 0 or self.args.setpo_target_ratio is not None
+
+    def _setpo_build_embedder(self) -> None:
+        """Build the text embedder once (at construction, or at the first step with the credit on)."""
+        if self._setpo_use_policy or self.setpo_embedder is not None:
+            return
+        if self._setpo_embedder_arg is not None:
+            self.setpo_embedder = self._setpo_embedder_arg
+            return
+        self.setpo_embedder = build_text_embedder(
+            self.args.setpo_embedder,
+            device=self.accelerator.device,
+            batch_size=self.args.setpo_embed_batch_size,
+            max_length=self.args.setpo_embed_max_length,
+            accelerator=self.accelerator,
+        )
 
     # -- rewards -----------------------------------------------------------------------------------------------
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        """TRL's per-process rewards, then every GroupRewardFunction column recomputed on the gathered batch."""
+        """TRL's per-process rewards, then every GroupRewardFunction column scored once on the gathered batch."""
         self._setpo_local_rows = (list(prompts), list(completions), list(completion_ids_list))
         group_idx = [i for i, f in enumerate(self.reward_funcs) if isinstance(f, GroupRewardFunction)]
         if not group_idx:
-            return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+            rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+            self._setpo_unscorable = torch.isnan(rewards_per_func).all(dim=1).cpu()
+            return rewards_per_func
         originals = list(self.reward_funcs)
         try:
             for i in group_idx:
@@ -102,13 +163,36 @@ class SetPOTrainer(GRPOTrainer):
         all_prompts, all_completions = gather_object(list(prompts)), gather_object(list(completions))
         all_ids = gather_object([list(ids) for ids in completion_ids_list])
         for i in group_idx:
-            r = originals[i].score(
-                all_prompts, all_completions, G, completion_ids=all_ids, trainer_state=self.state, **columns
+            r = self._score_group_reward_once(
+                originals[i],
+                lambda fn=originals[i]: fn.score(
+                    all_prompts, all_completions, G, completion_ids=all_ids, trainer_state=self.state, **columns
+                ),
             )
             if r.shape[0] != rewards_per_func.shape[0]:
                 raise ValueError(f"group reward gave {r.shape[0]} rows, gathered batch has {rewards_per_func.shape[0]}")
             rewards_per_func[:, i] = r.to(rewards_per_func.device)
+        self._setpo_unscorable = torch.isnan(rewards_per_func).all(dim=1).cpu()
         return rewards_per_func
+
+    def _score_group_reward_once(self, fn: GroupRewardFunction, score) -> torch.Tensor:
+        """``score()`` run on the main process only and broadcast, so every process gets the same rewards."""
+        if self.accelerator.num_processes == 1:
+            return score()
+        payload: list[Any] = [None]
+        error: BaseException | None = None
+        if self.accelerator.is_main_process:
+            try:
+                payload[0] = score().tolist()
+            except Exception as err:  # every process must leave the broadcast, then all raise
+                error = err
+                payload[0] = f"{type(err).__name__}: {err}"
+        broadcast_object_list(payload, from_process=0)
+        if error is not None:
+            raise error
+        if isinstance(payload[0], str):
+            raise RuntimeError(f"group reward {fn.__name__!r} failed on the main process: {payload[0]}")
+        return torch.tensor(payload[0], dtype=torch.float32)
 
     # -- credits -----------------------------------------------------------------------------------------------
 
@@ -136,20 +220,69 @@ class SetPOTrainer(GRPOTrainer):
             output["prompt_mask"],
             completion_ids,
             gen_mask,
-            batch_size=self.args.setpo_embed_batch_size,
             max_tokens=self.args.setpo_embed_max_length,
             autocast=self.accelerator.autocast,
+            chunk_tokens=self.args.setpo_policy_chunk_tokens,
         )
+
+    def _setpo_kernel_rows(self, rows: tuple[list, list, list], n_rows: int) -> torch.Tensor:
+        """(N,) bool over the gathered batch: rows that enter the kernel (scorable, and not masked as truncated)."""
+        unscorable = self._setpo_unscorable
+        keep = torch.ones(n_rows, dtype=torch.bool) if unscorable is None else ~unscorable
+        if keep.shape != (n_rows,):
+            raise RuntimeError(f"{keep.shape[0]} reward rows recorded for a gathered batch of {n_rows}")
+        if self.mask_truncated_completions:
+            # TRL's own test: a completion is truncated when its last token is neither EOS nor padding.
+            eos_and_pad = {*self.eos_token_ids, self._tokenizer.pad_token_id}
+            truncated = torch.tensor([bool(ids) and ids[-1] not in eos_and_pad for ids in rows[2]], dtype=torch.long)
+            truncated = self.accelerator.gather(truncated.to(self.accelerator.device)).cpu().bool()
+            keep &= ~truncated
+        return keep
+
+    def _setpo_placebo(self, credits: BatchCredits, group_size: int, mode: str) -> BatchCredits:
+        """Every row takes the credit of a row of another group (the same permutation on every process)."""
+        N = credits.all.shape[0]
+        if N // group_size < 2:
+            raise ValueError(
+                f"setpo_placebo needs at least 2 groups in the gathered batch to move credits across groups; this "
+                f"{mode} batch has {N} rows = 1 group of {group_size}. Use more prompts per step."
+            )
+        seed = (int(self.args.seed) * 1_000_003 + 2 * int(self.state.global_step) + (mode == "eval")) % 2**63
+        perm = placebo_permutation(torch.arange(N) // group_size, torch.Generator().manual_seed(seed))
+        defined = credits.defined_rows
+        s = credits.all[perm.to(credits.all.device)]
+        s[~defined.to(s.device)] = 0.0  # rows outside the kernel never get a credit
+        B_local = credits.local.shape[0]
+        start = self.accelerator.process_index * B_local
+        return BatchCredits(local=s[start : start + B_local], all=s, diversity=credits.diversity, defined=defined)
+
+    def _setpo_lambda_now(self, mode: str, credits: BatchCredits, all_base: torch.Tensor) -> float:
+        """Effective lambda: fixed or set from the target ratio over the kernel rows, times the warm-up factor."""
+        target = self.args.setpo_target_ratio
+        if target is None:
+            lam = self.args.setpo_lambda
+        else:
+            defined = credits.defined_rows.to(all_base.device)
+            r = ratio_lambda(credits.all.to(all_base.device)[defined], all_base[defined], target)
+            if r is not None:
+                self._setpo_ratio_lambda[mode] = r
+            lam = self._setpo_ratio_lambda[mode]
+        return lam * warmup_factor(int(self.state.global_step), self.args.setpo_lambda_warmup_steps)
 
     def _generate_and_score_completions(self, inputs):
         self._setpo_local_rows = None
+        self._setpo_unscorable = None
         output = super()._generate_and_score_completions(inputs)
         rows, self._setpo_local_rows = self._setpo_local_rows, None  # this batch's rows only, never a stale one
-        lam = self.args.setpo_lambda
-        if lam == 0.0:
+        if not self._setpo_enabled():
             return output
         mode = "train" if self.model.training else "eval"
         G = self.num_generations if mode == "train" else self.num_generations_eval
+        if G < 3:
+            if mode == "train":  # lambda was raised after construction
+                check_group_size(G, "num_generations")
+            return output  # evaluation with G = 1 or 2: the credit is undefined, A_bar is kept
+        self._setpo_build_embedder()
         device = self.accelerator.device
 
         t0 = time.perf_counter()
@@ -157,32 +290,51 @@ class SetPOTrainer(GRPOTrainer):
         t1 = time.perf_counter()
         gathered = self.accelerator.gather(local)
         per_process = list(gathered.split(local.shape[0]))
+        kernel_rows = self._setpo_kernel_rows(rows, gathered.shape[0])
         credits = credits_for_local_rows(
             per_process,
             self.accelerator.process_index,
             G,
             clamp=self.args.setpo_kernel_clamp,
             shaping=self.args.setpo_shaping,
+            kernel_rows=kernel_rows,
         )
+        self.setpo_last_unpermuted_credits = credits
+        if self.args.setpo_placebo:
+            credits = self._setpo_placebo(credits, G, mode)
         base = output["advantages"]
+        all_base = self.accelerator.gather(base.contiguous()).double()
+        lam = self._setpo_lambda_now(mode, credits, all_base)
         output["advantages"] = setpo_advantages(base, credits.local.to(device=base.device, dtype=base.dtype), lam)
         t2 = time.perf_counter()
         self.setpo_last_credits = credits
-        self._setpo_log(mode, credits, base, lam, t1 - t0, t2 - t1)
+        self.setpo_last_lambda = lam
+        self._setpo_log(mode, credits, all_base, lam, t1 - t0, t2 - t1)
         return output
 
-    def _setpo_log(self, mode: str, credits: BatchCredits, base: torch.Tensor, lam: float, t_embed, t_credit) -> None:
-        all_base = self.accelerator.gather(base.contiguous()).double()
-        times = self.accelerator.gather(torch.tensor([[t_embed, t_credit]], device=base.device, dtype=torch.float64))
-        s = credits.all
+    def _setpo_log(
+        self, mode: str, credits: BatchCredits, all_base: torch.Tensor, lam: float, t_embed, t_credit
+    ) -> None:
+        times = self.accelerator.gather(
+            torch.tensor([[t_embed, t_credit]], device=self.accelerator.device, dtype=torch.float64)
+        )
+        defined = credits.defined_rows
+        s = credits.all.double().cpu()[defined.cpu()]
+        a = all_base.cpu()[defined.cpu()]
         m = self._metrics[mode]
-        m["setpo/credit_mean"].append(s.mean().item())
-        m["setpo/credit_std"].append(s.std().item() if s.numel() > 1 else 0.0)
-        denominator = all_base.abs().mean().item()
-        if denominator > 0:  # all-tied rewards give A_bar = 0: the ratio is undefined, nothing is logged
-            m["setpo/shaping_ratio"].append(lam * s.abs().mean().item() / denominator)
-        m["setpo/diversity"].append(credits.diversity.mean().item())
+        m["setpo/lambda"].append(float(lam))
+        m["setpo/placebo"].append(1.0 if self.args.setpo_placebo else 0.0)
+        m["setpo/kernel_row_frac"].append(defined.double().mean().item())
+        if s.numel() > 0:
+            m["setpo/credit_mean"].append(s.mean().item())
+            m["setpo/credit_std"].append(s.std().item() if s.numel() > 1 else 0.0)
+            denominator = a.abs().mean().item()
+            if denominator > 0:  # all-tied rewards give A_bar = 0: the ratio is undefined, nothing is logged
+                m["setpo/shaping_ratio"].append(lam * s.abs().mean().item() / denominator)
+        diversity = credits.diversity[~torch.isnan(credits.diversity)]
+        if diversity.numel() > 0:
+            m["setpo/diversity"].append(diversity.mean().item())
         m["setpo/embed_time_s"].append(times[:, 0].max().item())
         m["setpo/credit_time_s"].append(times[:, 1].max().item())
         # Completions table (log_completions): the credit of every gathered row beside TRL's A_bar.
-        self._logs["extra"]["setpo_credit"].extend(s.tolist())
+        self._logs["extra"]["setpo_credit"].extend(credits.all.tolist())
