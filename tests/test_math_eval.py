@@ -378,3 +378,65 @@ def test_eval_cli_scores_a_checkpoint_on_prepared_benchmarks(tmp_path, capsys):
     with pytest.raises(SystemExit):  # a benchmark that was not prepared
         eval_main([*args[:6], "--benchmarks", "math500"])
     assert "no prepared test.parquet" in capsys.readouterr().err
+
+
+# -- resumption keyed on content, bad options, SETPO_BENCHMARK_DIR (issue 15, items 18 and 23) -------------------
+
+
+@needs_bench
+def test_eval_cli_redoes_nothing_only_for_the_same_checkpoint_files_and_rows(tmp_path, capsys, monkeypatch):
+    from setpo.eval.__main__ import main as eval_main
+    from setpo.tiny import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "m", hidden_size=32, num_layers=1, num_heads=2, max_position_embeddings=1024)
+    monkeypatch.setenv("SETPO_BENCHMARK_DIR", str(BENCH))
+    out = tmp_path / "out"
+    args = ["--model", str(model), "--out", str(out), "--benchmarks", "aime24", "--n", "2", "--no-hub"]
+    args += ["--max-new-tokens", "4", "--limit", "2", "--backend", "hf"]
+    assert eval_main(args) == 0  # no --data: prepared from $SETPO_BENCHMARK_DIR into OUT/data
+    assert (out / "data" / "aime24" / "test.parquet").is_file()
+    first = json.loads((out / "results" / "aime24.json").read_text())
+    assert eval_main(args) == 0 and json.loads((out / "results" / "aime24.json").read_text()) == first
+    # the checkpoint changes under the same path: its results are not reused
+    (model / "model.safetensors").write_bytes((model / "model.safetensors").read_bytes())
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        eval_main(args)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "differs in: model_files" in err and "--overwrite" in err
+    assert "Traceback" not in err
+    assert eval_main([*args, "--overwrite"]) == 0
+    assert (
+        json.loads((out / "results" / "aime24.json").read_text())["config"]["model_files"]
+        != first["config"]["model_files"]
+    )
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (["--limit", "-1"], "--limit must be a positive number"),
+        (["--limit", "0"], "--limit must be a positive number"),
+        (["--n", "0"], "n must be a positive integer"),
+        (["--n-per-benchmark", "aime24=0"], "--n-per-benchmark takes BENCH=N"),
+        (["--n-per-benchmark", "aime=4"], "--n-per-benchmark takes BENCH=N"),
+    ],
+)
+def test_eval_cli_refuses_bad_numbers(tmp_path, capsys, bad, message):
+    from setpo.eval.__main__ import main as eval_main
+
+    with pytest.raises(SystemExit):
+        eval_main(["--model", "m", "--data", str(tmp_path), "--out", str(tmp_path / "o"), *bad])
+    assert message in capsys.readouterr().err
+
+
+def test_model_fingerprint_follows_file_content_metadata(tmp_path):
+    from setpo.eval.harness import model_fingerprint, rows_digest
+
+    (tmp_path / "w.bin").write_bytes(b"1234")
+    a = model_fingerprint(tmp_path)
+    assert model_fingerprint(tmp_path) == a
+    (tmp_path / "w.bin").write_bytes(b"12345")
+    assert model_fingerprint(tmp_path) != a
+    assert model_fingerprint("Qwen/Qwen2.5-Math-1.5B") == {"hub_id": "Qwen/Qwen2.5-Math-1.5B"}
+    assert rows_digest(_rows(["1", "2"])) != rows_digest(_rows(["1", "3"]))

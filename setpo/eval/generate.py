@@ -1,13 +1,16 @@
 """Sampling n completions per prompt: vLLM when installed, transformers `generate` otherwise.
 
 Defaults follow the paper's evaluation (Sec. 5): temperature 0.5, top-p 0.9, n = 64 samples per problem.
+A sample ends at the tokenizer's eos or at ``<|im_end|>`` / ``<|endoftext|>`` when the vocabulary has them
+(Qwen: ids 151645 / 151643), as the Qwen2.5-Math evaluation stops: a base model that writes past its turn
+would otherwise have the next, invented problem's \\boxed{} scored. The stop token itself is not in the text.
 The vLLM path is written against vLLM's `LLM` / `SamplingParams` API; it is not exercised by the CPU tests.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
@@ -16,6 +19,27 @@ from tqdm.auto import tqdm
 
 Messages = list[dict[str, str]]
 Generator = Callable[[Sequence[Messages]], list[list[str]]]
+
+#: End-of-turn / end-of-text tokens that stop a sample when the tokenizer's vocabulary has them.
+STOP_TOKENS = ("<|im_end|>", "<|endoftext|>")
+
+
+def stop_token_ids(tokenizer) -> list[int]:
+    """Token ids that end a sample: the tokenizer's eos, then those of STOP_TOKENS in its vocabulary (no repeats)."""
+    vocab = tokenizer.get_vocab()
+    ids = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+    ids += [vocab[t] for t in STOP_TOKENS if t in vocab]
+    ids = list(dict.fromkeys(int(i) for i in ids))
+    if not ids:
+        raise ValueError(f"tokenizer has no eos token and none of {', '.join(STOP_TOKENS)}: samples would never stop")
+    return ids
+
+
+def _cut_at_stop(ids: list[int], stops: set[int]) -> list[int]:
+    for j, t in enumerate(ids):
+        if t in stops:
+            return ids[:j]
+    return ids
 
 
 @dataclass
@@ -58,6 +82,10 @@ class HFGenerator:
     def __init__(self, model, tokenizer, config: SamplingConfig, progress: bool = True):
         self.model, self.tokenizer, self.config, self.progress = model, tokenizer, config, progress
 
+    def with_n(self, n: int) -> HFGenerator:
+        """The same model sampling `n` completions per prompt."""
+        return HFGenerator(self.model, self.tokenizer, replace(self.config, n=n), self.progress)
+
     @torch.no_grad()
     def __call__(self, prompts: Sequence[Messages | str]) -> list[list[str]]:
         cfg, tok = self.config, self.tokenizer
@@ -69,6 +97,7 @@ class HFGenerator:
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token
         device = next(self.model.parameters()).device
+        stops = stop_token_ids(tok)
         limit = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
         if limit is not None and texts:
             longest = max(len(tok(t, add_special_tokens=False)["input_ids"]) for t in texts)
@@ -94,8 +123,9 @@ class HFGenerator:
                     top_k=0 if sampling else None,  # no top-k cut (a model's generation_config may set 50)
                     max_new_tokens=cfg.max_new_tokens,
                     pad_token_id=tok.pad_token_id,
+                    eos_token_id=stops,
                 )
-                new = gen[:, enc["input_ids"].shape[1] :]
+                new = [_cut_at_stop(row, set(stops)) for row in gen[:, enc["input_ids"].shape[1] :].tolist()]
                 for (i, _), text in zip(batch, tok.batch_decode(new, skip_special_tokens=True)):
                     out[i].append(text)
         finally:
@@ -107,20 +137,26 @@ class HFGenerator:
 
 
 class VLLMGenerator:
-    """Sampling with vLLM: one `LLM.generate` call with `SamplingParams(n=...)` over all prompts."""
+    """Sampling with vLLM: one `LLM.generate` call with `SamplingParams(n=..., stop_token_ids=...)` over all prompts."""
 
-    def __init__(self, model_path: str, config: SamplingConfig, **llm_kwargs: Any):
+    def __init__(self, model_path: str, config: SamplingConfig, llm: Any = None, **llm_kwargs: Any):
         from vllm import LLM, SamplingParams
 
         self.config = config
-        self.llm = LLM(model=model_path, seed=config.seed, **llm_kwargs)
+        self.llm = llm if llm is not None else LLM(model=model_path, seed=config.seed, **llm_kwargs)
+        self.model_path = model_path
         self.params = SamplingParams(
             n=config.n,
             temperature=config.temperature,
             top_p=config.top_p,
             max_tokens=config.max_new_tokens,
             seed=config.seed,
+            stop_token_ids=stop_token_ids(self.llm.get_tokenizer()),
         )
+
+    def with_n(self, n: int) -> VLLMGenerator:
+        """The same engine sampling `n` completions per prompt."""
+        return VLLMGenerator(self.model_path, replace(self.config, n=n), llm=self.llm)
 
     def __call__(self, prompts: Sequence[Messages | str]) -> list[list[str]]:
         tok = self.llm.get_tokenizer()

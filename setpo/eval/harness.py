@@ -1,21 +1,24 @@
 """Evaluate one benchmark: sample n completions per problem, verify, score Avg@n / pass@k, dump everything.
 
 Files (under ``out_dir``): ``generations/<name>.jsonl`` (one line per problem: prompt, reference answers,
-every sample with its extracted answer — \\boxed{} for math, <answer> for Countdown — and correctness) and
-``results/<name>.json`` (scores plus the config that produced them; Countdown adds Table 3's diversity).
-A benchmark whose results file holds the same config is loaded, not recomputed.
+every sample with the answer that was scored — the last \\boxed{} or math-verify's extraction for math,
+<answer> for Countdown — and correctness) and ``results/<name>.json`` (scores plus the config that produced
+them; Countdown adds Table 3's diversity). A benchmark whose results file holds the same config is loaded,
+not recomputed; callers put content fingerprints in the config (`model_fingerprint`, `rows_digest`) so that a
+changed checkpoint or changed data is never mistaken for the same one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Callable, Sequence
 
-from setpo.eval.extract import extract_boxed, extract_tagged_answer
+from setpo.eval.extract import extract_tagged_answer
 from setpo.eval.generate import Generator
 from setpo.eval.metrics import summarize
-from setpo.eval.verify import MathVerifier, verify_many
+from setpo.eval.verify import MathVerifier, extracted_answer, verify_many
 
 Checker = Callable[[Sequence[str], Sequence[object]], list[bool]]
 
@@ -29,6 +32,30 @@ def reference_answers(row: dict) -> list[str]:
     if gt is None:
         raise ValueError(f"row has no reference answer: {str(row)[:160]}")
     return [str(gt)]
+
+
+def rows_digest(rows: Sequence[dict]) -> str:
+    """sha256 of the rows' JSON (prompts and golds): the evaluated data's content key."""
+    return hashlib.sha256(json.dumps(list(rows), sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
+
+
+def model_fingerprint(model: str | Path) -> dict:
+    """Content key of a checkpoint: for a local folder (or file), every file's relative path, size and mtime
+    (hashing many GB of weights would take minutes); for a Hub id, the id itself."""
+    path = Path(model)
+    if not path.exists():
+        return {"hub_id": str(model)}
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    h = hashlib.sha256()
+    for f in files:
+        st = f.stat()
+        h.update(f"{f.relative_to(path) if f != path else f.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return {"path": str(path.resolve()), "files": len(files), "files_sha256": h.hexdigest()}
+
+
+def _config_diff(old: dict, new: dict) -> list[str]:
+    keys = sorted(set(old) | set(new))
+    return [k for k in keys if old.get(k) != new.get(k)]
 
 
 def math_checker(verifier: MathVerifier | None = None, workers: int = 0) -> Checker:
@@ -58,18 +85,30 @@ def evaluate_benchmark(
     checker: Checker | None = None,
     ks: Sequence[int] | None = None,
     overwrite: bool = False,
+    extract: Callable[[str], str | None] | None = None,
 ) -> dict:
-    """Score `rows` (prepared verl rows) with `generate`; `config` (JSON-able) is stored and compared on resume."""
+    """Score `rows` (prepared verl rows) with `generate`; `config` (JSON-able) is stored and compared on resume.
+
+    ``extract`` gives the logged "extracted" answer of a math sample (default: `extracted_answer`, the verifier's).
+    """
     if not rows:
         raise ValueError(f"benchmark {name!r} has no rows")
     out_dir = Path(out_dir)
     res_path = out_dir / "results" / f"{name}.json"
     config = json.loads(json.dumps(config))
     if res_path.exists() and not overwrite:
-        old = json.loads(res_path.read_text())
+        try:
+            old = json.loads(res_path.read_text())
+        except ValueError as e:
+            msg = f"{res_path} is unreadable ({e}); pass overwrite=True (--overwrite) to redo it"
+            raise FileExistsError(msg) from None
         if old.get("config") == config:
             return old
-        raise FileExistsError(f"{res_path} holds results of a different config; pass overwrite=True to replace them")
+        diff = ", ".join(_config_diff(old.get("config") or {}, config))
+        raise FileExistsError(
+            f"{res_path} holds results of a different config (differs in: {diff}); "
+            "pass overwrite=True (--overwrite) to replace them"
+        )
     countdown = [r.get("data_source") == "countdown" for r in rows]
     if any(countdown) and not all(countdown):
         raise ValueError(f"benchmark {name!r} mixes Countdown and math rows")
@@ -98,7 +137,7 @@ def evaluate_benchmark(
                 "samples": [
                     {
                         "text": t,
-                        "extracted": (extract_tagged_answer if countdown else extract_boxed)(t),
+                        "extracted": (extract_tagged_answer if countdown else (extract or extracted_answer))(t),
                         "correct": bool(ok),
                     }
                     for t, ok in zip(samples[i], correct[i])

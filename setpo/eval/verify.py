@@ -1,8 +1,11 @@
 """Answer checking with math-verify (`verify(parse(gold), parse(pred))`, gold first), thread- and process-safe.
 
-The prediction is parsed by math-verify as a whole: a \\boxed{} answer has priority, and without one its
-fallback takes the last expression of the text (as Qwen2.5-Math's evaluation takes the last number), so even
-unformatted text can match; ``MathVerifier(require_boxed=True)`` scores only the last \\boxed{} content.
+Extraction rule (Qwen2.5-Math evaluation, SimpleRL-Zoo, verl's math reward): the content of the *last*
+\\boxed{} / \\fbox{} when the completion has one, math-verify's own extraction of the whole text otherwise (its
+fallback takes the last expression, as Qwen2.5-Math's evaluation takes the last number). math-verify alone would
+join boxes written close together (``\\boxed{112} ... \\boxed{113}`` read as 112113); scoring the last box alone
+avoids that. ``MathVerifier(require_boxed=True)`` scores only the last box (False without one). Golds and boxed
+answers go through `normalize_answer` first, and a trailing percent sign is also tried without it.
 
 math-verify bounds its parse/verify time with ``signal.alarm``, which Python allows only in the main thread
 of a process. `MathVerifier` therefore uses the timeouts in the main thread and switches them off (timeout
@@ -20,7 +23,10 @@ from typing import Sequence
 
 from tqdm.auto import tqdm
 
-from setpo.eval.extract import extract_boxed
+from setpo.eval.extract import extract_boxed, normalize_answer, strip_percent
+
+#: Names the extraction rule and answer normalisation; stored with every result so a rule change is never resumed.
+SCORING_RULE = "last-box-else-math-verify; normalize_answer v1"
 
 
 def _math_verify():
@@ -44,13 +50,37 @@ def gold_to_latex(gold: str) -> str:
         g = g.strip("$").strip()
     if not g:
         raise ValueError("empty reference answer")
-    return "\\boxed{" + g + "}"
+    return "\\boxed{" + normalize_answer(g) + "}"
+
+
+def _variants(boxed_latex: str) -> list[str]:
+    """\\boxed{x} and, when x ends in a percent sign, \\boxed{x without it}."""
+    inner = boxed_latex[len("\\boxed{") : -1]
+    bare = strip_percent(inner)
+    return [boxed_latex] if not bare else [boxed_latex, "\\boxed{" + bare + "}"]
 
 
 @lru_cache(maxsize=65536)
-def _parse_gold(gold: str, timeout: int | None):
+def _parse_gold(gold: str, timeout: int | None) -> tuple:
     mv = _math_verify()
-    return mv.parse(gold_to_latex(gold), parsing_timeout=timeout)
+    return tuple(p for p in (mv.parse(v, parsing_timeout=timeout) for v in _variants(gold_to_latex(gold))) if p)
+
+
+def scored_span(completion: str) -> str | None:
+    """The \\boxed{...} text that is scored (last box, normalised), or None when math-verify extracts from the text."""
+    boxed = extract_boxed(completion)
+    return None if boxed is None else "\\boxed{" + normalize_answer(boxed) + "}"
+
+
+def extracted_answer(completion: str, require_boxed: bool = False) -> str | None:
+    """The answer the verifier scores, as text (for the logs): the last box, else math-verify's extraction."""
+    span = scored_span(completion)
+    if span is not None:
+        return span[len("\\boxed{") : -1]
+    if require_boxed:
+        return None
+    parsed = _math_verify().parse(completion, parsing_timeout=5 if _in_main_thread() else None)
+    return str(parsed[-1]) if parsed else None
 
 
 @dataclass(frozen=True)
@@ -77,18 +107,18 @@ class MathVerifier:
             raise ValueError("at least one reference answer is needed")
         mv = _math_verify()
         timeout = self._timeout()
-        if self.require_boxed:
-            boxed = extract_boxed(completion)
-            if boxed is None:
-                return False
-            completion = "\\boxed{" + boxed + "}"
-        pred = mv.parse(completion, parsing_timeout=timeout)
-        if not pred:
+        span = scored_span(completion)
+        if span is None and self.require_boxed:
+            return False
+        texts = [completion] if span is None else _variants(span)
+        preds = [p for p in (mv.parse(t, parsing_timeout=timeout) for t in texts) if p]
+        if not preds:
             return False
         for g in golds:
-            gold = _parse_gold(str(g), timeout)
-            if gold and mv.verify(gold, pred, float_rounding=self.float_rounding, timeout_seconds=timeout):
-                return True
+            for gold in _parse_gold(str(g), timeout):
+                for pred in preds:
+                    if mv.verify(gold, pred, float_rounding=self.float_rounding, timeout_seconds=timeout):
+                        return True
         return False
 
 
