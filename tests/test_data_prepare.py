@@ -21,6 +21,9 @@ from setpo.data import (
     source_table,
 )
 from setpo.data.prepare import main as prepare_main
+from setpo.data.prompts import MATH_SYSTEM
+from setpo.data.records import EXTRA_INFO_FIELDS
+from setpo.eval.extract import extract_boxed
 
 
 def _jsonl(path: Path, rows: list[dict]) -> None:
@@ -65,10 +68,15 @@ def test_math_rows_follow_the_verl_format(local, tmp_path):
     assert list(df.columns) == ["data_source", "prompt", "ability", "reward_model", "extra_info"]
     (row,) = _rows(out, "gsm8k")
     assert row["data_source"] == "gsm8k" and row["ability"] == "math"
-    assert row["prompt"] == [{"role": "user", "content": "Q1?\n" + MATH_INSTRUCTION}]
+    assert row["prompt"] == [
+        {"role": "system", "content": MATH_SYSTEM},
+        {"role": "user", "content": "Q1?\n" + MATH_INSTRUCTION},
+    ]
     assert row["reward_model"] == {"style": "rule", "ground_truth": "1234"}  # after ####, commas removed
     assert row["extra_info"]["split"] == "test" and row["extra_info"]["index"] == 0
     assert row["extra_info"]["problem"] == "Q1?" and row["extra_info"]["answers"] == ["1234"]
+    assert list(row["extra_info"]) == list(EXTRA_INFO_FIELDS) and row["extra_info"]["idx"] == "0"
+    assert row["extra_info"]["subject"] is None  # another dataset's field: present, empty
     assert _rows(out, "amc23")[0]["reward_model"]["ground_truth"] == "27"  # 27.0 stored as a float
     assert _rows(out, "aime24")[0]["reward_model"]["ground_truth"] == "204"
     oly = _rows(out, "olympiadbench")[0]
@@ -76,12 +84,28 @@ def test_math_rows_follow_the_verl_format(local, tmp_path):
     assert oly["extra_info"]["subfield"] == "Algebra" and oly["extra_info"]["unit"] is None
 
 
-def test_minerva_answers_come_from_the_side_file_else_the_boxed_solution(local, tmp_path):
+def test_minerva_gold_is_the_boxed_solution_with_side_file_spellings_of_the_same_value(local, tmp_path):
+    _jsonl(
+        local / "minerva_math/test.jsonl",
+        [
+            {"problem": "First  problem", "solution": "so \\boxed{1}", "type": "t", "idx": 0},
+            {"problem": "Second problem", "solution": "so \\boxed{2.5}", "type": "t", "idx": 1},
+            {"problem": "Subproblem 0: ... 188. Subproblem 1: max?", "solution": "\\boxed{566}", "type": "t", "idx": 2},
+        ],
+    )
+    _jsonl(
+        local / "minerva_math/answers.jsonl",
+        [
+            {"problem": "Second problem", "answer": ["2.5\n", "5/2", "3"]},
+            {"problem": "Subproblem 0: ... 188. Subproblem 1: max?", "answer": ["188"]},
+        ],
+    )
     prepare_split("minerva", "test", tmp_path / "out", local_dir=local, use_hub=False)
-    first, second = _rows(tmp_path / "out", "minerva")
-    assert first["extra_info"]["answers"] == ["1"]  # no entry in answers.jsonl: \boxed{} of the solution
-    assert second["extra_info"]["answers"] == ["2.5", "5/2"]  # matched by problem text, stripped, all kept
+    first, second, third = _rows(tmp_path / "out", "minerva")
+    assert first["extra_info"]["answers"] == ["1"]  # no entry in answers.jsonl
+    assert second["extra_info"]["answers"] == ["2.5", "5/2"]  # same value kept as a spelling; 3 dropped
     assert second["reward_model"]["ground_truth"] == "2.5"
+    assert third["extra_info"]["answers"] == ["566"]  # the earlier subproblem's 188 is not accepted
 
 
 def test_countdown_rows_use_the_tinyzero_base_template(local, tmp_path):
@@ -166,14 +190,70 @@ def test_shipped_benchmark_copies_prepare_completely(tmp_path):
         rows = _rows(out, name)
         assert all(r["reward_model"]["ground_truth"].strip() for r in rows)
         assert [r["extra_info"]["index"] for r in rows] == list(range(len(rows)))
-    # every Minerva problem gets its answers.jsonl entry (stripped, duplicates dropped), not the \\boxed{} fallback
-    side = {
-        " ".join(r["problem"].split()): list(dict.fromkeys(a.strip() for a in r["answer"]))
-        for r in map(json.loads, (BENCH / "minerva_math" / "answers.jsonl").read_text().splitlines())
-    }
+    # every Minerva gold is the solution's last \\boxed{}; answers.jsonl adds spellings of the same value only
+    source = [json.loads(x) for x in (BENCH / "minerva_math" / "test.jsonl").read_text().splitlines()]
     minerva = _rows(out, "minerva")
-    assert [r["extra_info"]["answers"] for r in minerva] == [
-        side[" ".join(r["extra_info"]["problem"].split())] for r in minerva
-    ]
+    boxes = [extract_boxed(r["solution"]) for r in source]
+    assert all(b in r["extra_info"]["answers"] for b, r in zip(boxes, minerva))
     cd = prepare_split("countdown", "test", out, local_dir=BENCH, use_hub=False)
     assert cd["rows"] == 2001
+
+
+# -- stale or corrupt output (issue 15, item 20) ----------------------------------------------------------------
+
+
+def test_a_shrunken_source_rebuilds_the_file_instead_of_keeping_it(local, tmp_path):
+    out = tmp_path / "out"
+    _jsonl(local / "aime24/test.jsonl", [{"id": i, "problem": f"P{i}?", "answer": str(i)} for i in range(5)])
+    assert prepare_split("aime24", "test", out, local_dir=local, use_hub=False)["rows"] == 5
+    assert prepare_split("aime24", "test", out, local_dir=local, use_hub=False)["skipped"] is True
+    _jsonl(local / "aime24/test.jsonl", [{"id": i, "problem": f"P{i}?", "answer": str(i)} for i in range(2)])
+    again = prepare_split("aime24", "test", out, local_dir=local, use_hub=False)
+    assert "skipped" not in again and again["rows"] == 2 and "source" in again["rebuilt"]
+    assert len(_rows(out, "aime24")) == 2
+
+
+@pytest.mark.parametrize("damage", ["truncate", "replace"])
+def test_a_damaged_file_is_rebuilt(local, tmp_path, damage):
+    out = tmp_path / "out"
+    prepare_split("countdown", "train", out, local_dir=local, use_hub=False)
+    f = out / "countdown" / "train.parquet"
+    if damage == "truncate":
+        f.write_bytes(f.read_bytes()[:200])
+    else:  # a readable parquet file with the right row count but other rows
+        pd.DataFrame({"x": [1, 2]}).to_parquet(f)
+    again = prepare_split("countdown", "train", out, local_dir=local, use_hub=False)
+    assert "skipped" not in again and again["rebuilt"]
+    assert [r["reward_model"]["ground_truth"]["target"] for r in _rows(out, "countdown", "train")] == [24, 10]
+
+
+def test_an_unreadable_manifest_is_named(local, tmp_path):
+    out = tmp_path / "out"
+    prepare_split("aime24", "test", out, local_dir=local, use_hub=False)
+    (out / "manifest.json").write_text('{"aime24/test": {"pa')
+    with pytest.raises(ValueError, match="manifest.json is unreadable.*--overwrite"):
+        prepare_split("aime24", "test", out, local_dir=local, use_hub=False)
+    assert prepare_split("aime24", "test", out, local_dir=local, use_hub=False, overwrite=True)["rows"] == 1
+
+
+def test_an_empty_gsm8k_gold_is_refused(local, tmp_path):
+    _jsonl(local / "gsm8k/test.jsonl", [{"question": "Q", "answer": "work\n#### "}])
+    with pytest.raises(ValueError, match="empty after its '####' marker"):
+        prepare_split("gsm8k", "test", tmp_path / "out", local_dir=local, use_hub=False)
+
+
+def test_cli_reports_a_rebuild_and_reads_setpo_benchmark_dir(local, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "out"
+    monkeypatch.setenv("SETPO_BENCHMARK_DIR", str(local))
+    assert prepare_main(["--out", str(out), "--datasets", "aime24", "--no-hub"]) == 0  # no --local-dir given
+    assert "wrote aime24/test.parquet: 1 rows" in capsys.readouterr().out
+    (out / "aime24" / "test.parquet").write_bytes(b"PAR1 broken")
+    assert prepare_main(["--out", str(out), "--datasets", "aime24", "--no-hub"]) == 0
+    assert "rebuilt (the existing file is unreadable" in capsys.readouterr().out
+    monkeypatch.setenv("SETPO_BENCHMARK_DIR", str(tmp_path / "nowhere"))
+    with pytest.raises(SystemExit):
+        prepare_main(["--out", str(out), "--datasets", "aime24", "--no-hub"])
+    assert "SETPO_BENCHMARK_DIR" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        prepare_main(["--out", str(out), "--datasets", "aime24", "--limit", "-1", "--local-dir", str(local)])
+    assert "--limit must be a positive integer" in capsys.readouterr().err

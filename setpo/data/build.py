@@ -1,11 +1,15 @@
 """Build verl-format parquet files from raw dataset splits (the library side of `python -m setpo.data.prepare`).
 
-Each split goes to ``DIR/<dataset>/<split>.parquet``; ``DIR/manifest.json`` records where every file came from.
-An existing file made from the same request is kept (resume); a different one is refused unless --overwrite.
+Each split goes to ``DIR/<dataset>/<split>.parquet``; ``DIR/manifest.json`` records where every file came from,
+its rows' digest and the file's own digest. The source is read on every call: an existing file made from the
+same request is kept only when it is readable, has the source's row count and both digests still match;
+otherwise it is rebuilt (and the reason reported). A file made from a different request is refused unless
+--overwrite. Files are written with one fixed arrow schema per task (`row_schema`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +18,7 @@ from typing import Sequence
 from tqdm.auto import tqdm
 
 from setpo.data.load import DatasetUnavailableError, load_split, read_table
-from setpo.data.records import build_record
+from setpo.data.records import EXTRA_INFO_FIELDS, META_FIELDS, build_record
 from setpo.data.sources import SPECS, get_spec
 
 DEFAULT_DATASETS = tuple(SPECS)  # everything the training and evaluation scripts read
@@ -39,13 +43,70 @@ def _check_pandas():
     return pd
 
 
-def write_parquet(records: list[dict], path: Path) -> None:
-    """Write rows to parquet atomically (tmp file then rename)."""
+def row_schema(task: str):
+    """The arrow schema of prepared rows: the same for every dataset of a task (extra_info fields included)."""
+    import pyarrow as pa
+
+    s = pa.string()
+    if task == "countdown":
+        truth = pa.struct([("target", pa.int64()), ("numbers", pa.list_(pa.int64()))])
+    else:
+        truth = s
+    fields = {"split": s, "index": pa.int64(), "problem": s, "answers": pa.list_(s)} | {f: s for f in META_FIELDS}
+    return pa.schema(
+        [
+            ("data_source", s),
+            ("prompt", pa.list_(pa.struct([("role", s), ("content", s)]))),
+            ("ability", s),
+            ("reward_model", pa.struct([("style", s), ("ground_truth", truth)])),
+            ("extra_info", pa.struct([(f, fields[f]) for f in EXTRA_INFO_FIELDS])),
+        ]
+    )
+
+
+def write_parquet(records: list[dict], path: Path, task: str | None = None) -> None:
+    """Write rows to parquet atomically (tmp file then rename); with `task`, in that task's fixed `row_schema`."""
     pd = _check_pandas()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    pd.DataFrame.from_records(records).to_parquet(tmp, index=False)
+    if task is None:
+        pd.DataFrame.from_records(records).to_parquet(tmp, index=False)
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist(records, schema=row_schema(task)), tmp)
     tmp.replace(path)
+
+
+def _digest_rows(records: list[dict]) -> str:
+    return hashlib.sha256(json.dumps(records, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _stale_reason(path: Path, entry: dict, rows_digest: str, n_rows: int) -> str | None:
+    """Why an existing prepared file cannot be kept (None when it can)."""
+    import pyarrow.parquet as pq
+
+    if entry.get("rows_sha256") != rows_digest:
+        return "the source or the preparation code changed"
+    try:
+        n_file = pq.read_metadata(path).num_rows
+    except Exception as e:  # noqa: BLE001 - any unreadable file is rebuilt, with the reason shown
+        return f"the existing file is unreadable ({type(e).__name__})"
+    if n_file != n_rows:
+        return f"the existing file has {n_file} rows, the source {n_rows}"
+    if entry.get("file_sha256") != file_digest(path):
+        return "the existing file was modified"
+    return None
 
 
 def read_prepared(path: str | Path) -> list[dict]:
@@ -72,13 +133,12 @@ def prepare_split(
         raise ValueError(f"limit must be a positive integer, got {limit}")
     out = Path(out)
     path = out / dataset / f"{split}.parquet"
-    manifest = _read_manifest(out)
+    manifest = _read_manifest(out, overwrite)
     request = PrepareRequest(dataset, split, limit, None if local_dir is None else str(Path(local_dir).resolve()))
     key = f"{dataset}/{split}"
-    if path.exists() and not overwrite:
-        old = manifest.get(key)
-        if old is not None and old.get("request") == request.__dict__:
-            return old | {"skipped": True}
+    old = manifest.get(key)
+    same_request = old is not None and old.get("request") == request.__dict__
+    if path.exists() and not overwrite and not same_request:
         raise FileExistsError(f"{path} exists from a different request; pass --overwrite to replace it")
     raw, source = load_split(spec, split, local_dir=local_dir, use_hub=use_hub)
     if limit is not None:
@@ -86,16 +146,39 @@ def prepare_split(
     records = [build_record(r, spec, split, i) for i, r in enumerate(raw)]
     if not records:
         raise ValueError(f"{key}: no rows loaded from {source}")
-    write_parquet(records, path)
-    entry = {"path": str(path.relative_to(out)), "source": source, "rows": len(records), "request": request.__dict__}
+    rows_digest = _digest_rows(records)
+    rebuilt = None
+    if path.exists() and same_request:
+        rebuilt = _stale_reason(path, old, rows_digest, len(records))
+        if rebuilt is None:
+            return old | {"skipped": True}
+    write_parquet(records, path, task=spec.task)
+    entry = {
+        "path": str(path.relative_to(out)),
+        "source": source,
+        "rows": len(records),
+        "request": request.__dict__,
+        "rows_sha256": rows_digest,
+        "file_sha256": file_digest(path),
+    }
     manifest[key] = entry
     _write_manifest(out, manifest)
-    return entry
+    return entry | ({"rebuilt": rebuilt} if rebuilt else {})
 
 
-def _read_manifest(out: Path) -> dict:
+def _read_manifest(out: Path, overwrite: bool = False) -> dict:
     f = out / "manifest.json"
-    return json.loads(f.read_text()) if f.exists() else {}
+    if not f.exists():
+        return {}
+    try:
+        manifest = json.loads(f.read_text())
+        if not isinstance(manifest, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as e:
+        if overwrite:
+            return {}
+        raise ValueError(f"{f} is unreadable ({e}); pass --overwrite to rebuild it") from None
+    return manifest
 
 
 def _write_manifest(out: Path, manifest: dict) -> None:
