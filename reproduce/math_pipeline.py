@@ -11,7 +11,9 @@ unbiased pass@k. Written under the run folder: data/ (verl parquet), models/, ev
 paper's Table 1/2 numbers, with the run's scale stated), figures/passk.png|csv and train_curves.png|csv.
 
 Profiles: cpu-smoke and quick run a tiny random model (setpo.tiny) on a handful of real problems from local
-benchmark copies (--local-dir): they test the plumbing and say nothing about accuracy. full is the paper's
+benchmark copies (--local-dir): they test the plumbing and say nothing about accuracy. cpu-smoke adds the
+"oracle" method, scripted samples of which exactly half are correct (each correct one after a wrong first box),
+so generation -> verification -> pass@k -> tables is checked on known non-zero numbers. full is the paper's
 scale (Qwen2.5-Math-1.5B, the whole GSM8K train split from the Hub, n = 64, 5 seeds) and needs GPUs.
 """
 
@@ -46,7 +48,8 @@ from setpo.eval import (
 )
 
 NAME = "math_pipeline"
-METHODS = ("base", "baseline", "setpo")
+PAPER_METHODS = ("base", "baseline", "setpo")
+METHODS = (*PAPER_METHODS, "oracle")  # oracle: scripted samples, half of them correct (a plumbing check)
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "math"
 
 
@@ -55,14 +58,15 @@ class MathPipelineConfig:
     """One pipeline run. ``model="tiny"`` builds a setpo.tiny model from ``tiny`` (TinyModelConfig fields).
 
     ``train_overrides`` are SetPOConfig fields applied on top of ``preset``; ``methods`` is a subset of
-    base (no training), baseline (preset with setpo_lambda = 0) and setpo (the preset as is).
+    base (no training), baseline (preset with setpo_lambda = 0), setpo (the preset as is) and oracle (no model:
+    scripted samples, exactly half of them correct; checks the scoring and tables on known numbers).
     When the training split is also evaluated, evaluation uses the rows after the ``train_limit`` training rows.
     """
 
     model: str = "tiny"
     tiny: dict[str, Any] = field(default_factory=dict)
     preset: str = "table4_grpo_1.5b"
-    methods: tuple[str, ...] = METHODS
+    methods: tuple[str, ...] = PAPER_METHODS
     train_dataset: str = "gsm8k"
     train_split: str = "train"
     train_limit: int | None = None
@@ -70,7 +74,8 @@ class MathPipelineConfig:
     eval_benchmarks: tuple[str, ...] = PAPER_COLUMNS
     eval_limit: int | None = None
     n: int = 64
-    n_overrides: dict[str, int] = field(default_factory=lambda: {"college_math": 16})  # paper: College Avg@16
+    # paper: College Math Avg@16; AIME24 256 samples for Fig. 8's pass@256 (Avg@256 estimates the same Pass@1)
+    n_overrides: dict[str, int] = field(default_factory=lambda: {"college_math": 16, "aime24": 256})
     temperature: float = 0.5
     top_p: float = 0.9
     max_new_tokens: int = 3072
@@ -132,7 +137,30 @@ def base_algorithm(preset: str) -> str:
 def method_label(method: str, preset: str) -> str:
     """The row name used in the paper's tables."""
     algo = base_algorithm(preset)
-    return {"base": "base model", "baseline": algo, "setpo": f"SetPO+{algo}"}[method]
+    return {"base": "base model", "baseline": algo, "setpo": f"SetPO+{algo}", "oracle": "oracle (half correct)"}[method]
+
+
+class OracleGenerator:
+    """Scripted samples with a known share of correct answers: sample j of problem i is correct when i + j is even
+    (exactly half for even n). A correct sample boxes a wrong number first and the gold last, so the last-box rule
+    is exercised; a wrong one boxes only the wrong number."""
+
+    WRONG = "-987654321"
+
+    def __init__(self, rows: list[dict], n: int):
+        from setpo.eval.verify import gold_to_latex
+
+        self.golds = [gold_to_latex(r["reward_model"]["ground_truth"]) for r in rows]
+        self.n = n
+
+    def __call__(self, prompts) -> list[list[str]]:
+        if len(prompts) != len(self.golds):
+            raise ValueError(f"oracle built for {len(self.golds)} problems, asked for {len(prompts)}")
+        first = f"First guess \\boxed{{{self.WRONG}}}."
+        return [
+            [f"{first} Checking again, the answer is {g}." if (i + j) % 2 == 0 else first for j in range(self.n)]
+            for i, g in enumerate(self.golds)
+        ]
 
 
 _TINY = {"family": "qwen2", "hidden_size": 64, "num_layers": 2, "num_heads": 4, "max_position_embeddings": 2048}
@@ -154,7 +182,7 @@ PROFILES: dict[str, MathPipelineConfig] = {
     "cpu-smoke": MathPipelineConfig(
         model="tiny",
         tiny=_TINY,
-        methods=("baseline", "setpo"),
+        methods=("oracle", "baseline", "setpo"),
         train_split="test",
         train_limit=4,
         train_overrides=_CPU_TRAIN,
@@ -331,7 +359,10 @@ def _evaluate(run: RunDir, cfg: MathPipelineConfig, prep: dict, method: str, see
             batch_size=cfg.gen_batch_size,
             seed=seed,
         )
-        if cfg.model == "tiny" or cfg.backend == "hf":
+        rows = _eval_rows(run, cfg, prep, bench)
+        if method == "oracle":
+            generate = OracleGenerator(rows, sampling.n)
+        elif cfg.model == "tiny" or cfg.backend == "hf":
             if model is None:
                 model, tok = _load_model(cfg, model_dir)
             generate = HFGenerator(model, tok, sampling)
@@ -339,7 +370,7 @@ def _evaluate(run: RunDir, cfg: MathPipelineConfig, prep: dict, method: str, see
             generate = make_generator(model_dir, sampling, backend=cfg.backend)
         res = evaluate_benchmark(
             bench,
-            _eval_rows(run, cfg, prep, bench),
+            rows,
             generate,
             run.path / "eval" / f"{method}_s{seed}",
             config={"model_dir": model_dir, "sampling": asdict(sampling)},
@@ -484,8 +515,8 @@ def run_pipeline(
     evals, trained = {}, {}
     jobs = [(s, m) for s in cfg.seeds for m in cfg.methods]
     for seed, method in tqdm(jobs, desc=f"{NAME} ({profile})", unit="run"):
-        model_dir = base
-        if method != "base":
+        model_dir = "oracle (scripted samples)" if method == "oracle" else base
+        if method not in ("base", "oracle"):
             trained[(method, seed)] = _train(run, cfg, method, seed, base, train_rows)
             model_dir = trained[(method, seed)]["model_dir"]
         evals[(method, seed)] = _evaluate(run, cfg, prep, method, seed, model_dir)

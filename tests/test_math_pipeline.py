@@ -40,7 +40,8 @@ def test_full_profile_builds_a_valid_trainer_config(tmp_path):
     args = SetPOConfig.from_preset(full.preset, output_dir=str(tmp_path), **{**full.train_overrides, "bf16": False})
     assert args.per_device_train_batch_size * args.gradient_accumulation_steps == args.generation_batch_size == 64 * 6
     assert (args.num_generations, args.setpo_lambda, args.temperature) == (6, 0.05, 0.9)  # Table 4
-    assert (full.n, full.n_overrides, full.temperature, full.top_p) == (64, {"college_math": 16}, 0.5, 0.9)
+    paper_n = {"college_math": 16, "aime24": 256}  # College Math Avg@16; AIME24 pass@256 (Fig. 8)
+    assert (full.n, full.n_overrides, full.temperature, full.top_p) == (64, paper_n, 0.5, 0.9)
 
 
 def test_method_labels_follow_the_paper_rows():
@@ -86,6 +87,7 @@ def test_cpu_smoke_runs_the_whole_pipeline_and_resumes(tmp_path, capsys):
     cfg = PROFILES["cpu-smoke"]
     steps = {p.stem: p.stat().st_mtime_ns for p in (out / "steps").glob("*.json")}
     assert set(steps) == {"prepare", "base_model", "train_baseline_s0", "train_setpo_s0"} | {
+        "eval_oracle_s0",
         "eval_baseline_s0",
         "eval_setpo_s0",
     }
@@ -101,7 +103,7 @@ def test_cpu_smoke_runs_the_whole_pipeline_and_resumes(tmp_path, capsys):
         assert (out / "models" / f"{method}_s0" / "final" / "model.safetensors").is_file()
 
     # evaluation: results agree with the dumped generations; GSM8K skips the 4 training problems
-    for method in ("baseline", "setpo"):
+    for method in ("oracle", "baseline", "setpo"):
         for bench in prep["available"]:
             res = json.loads((out / "eval" / f"{method}_s0" / "results" / f"{bench}.json").read_text())
             lines = (out / "eval" / f"{method}_s0" / "generations" / f"{bench}.jsonl").read_text().splitlines()
@@ -112,6 +114,15 @@ def test_cpu_smoke_runs_the_whole_pipeline_and_resumes(tmp_path, capsys):
             assert list(res["pass@k"]) == ["1", "2", "4"]
             if bench == "gsm8k":
                 assert [d["index"] for d in dumped] == [4, 5]
+
+    # the oracle's samples are exactly half correct: Avg@4 = 1/2, pass@2 = 1 - C(2,2)/C(4,2) = 5/6, pass@4 = 1,
+    # on every benchmark, through verification, pass@k and both tables
+    for bench in prep["available"]:
+        res = json.loads((out / "eval" / "oracle_s0" / "results" / f"{bench}.json").read_text())
+        assert res["avg@n"] == 0.5 and res["pass@k"] == pytest.approx({"1": 0.5, "2": 5 / 6, "4": 1.0}, abs=1e-12)
+    row = "| oracle (half correct) | measured | 50.0 | 50.0 | - | 50.0 | 50.0 | 50.0 | - |"
+    assert row in (out / "tables" / "pass1.md").read_text()
+    assert "| oracle (half correct) | AIME24 | 4 | 50.0 | 83.3 | 100.0 |" in (out / "tables" / "passk.md").read_text()
 
     pass1 = (out / "tables" / "pass1.md").read_text()
     assert pass1.startswith("Measured: a tiny random qwen2 model") and "| SetPO+GRPO | measured |" in pass1
