@@ -1,6 +1,7 @@
 """A real 2-process CPU run (torch.distributed, gloo) of SetPOTrainer: each rank's advantages equal the single-process
-A_bar + lambda * s sliced to its rows, including the group that straddles the two ranks, and the group reward (GAPO)
-is computed on whole groups."""
+A_bar + lambda * s sliced to its rows, including the group that straddles the two ranks; group rewards (GAPO, and a
+non-deterministic one) are computed once on whole groups and agree on both ranks; the placebo permutation is the same
+on both ranks and moves every credit to another group."""
 
 from __future__ import annotations
 
@@ -72,7 +73,16 @@ def test_two_ranks_match_the_single_process_computation(tmp_path):
     torch.testing.assert_close(torch.tensor(r1["gapo_rewards"]), gapo)
     length = torch.tensor([float(len(set(c))) for c in gathered])
     torch.testing.assert_close(torch.tensor(r0["length_rewards"]), length)
-    A = group_advantages(length.double() + gapo.double(), G, scale="group", eps=1e-4)
+    # The non-deterministic group reward: scored once (by rank 0, on all 12 rows), both ranks use its numbers.
+    assert r0["noisy_calls"] == [len(gathered)] and r1["noisy_calls"] == []
+    assert r0["noisy_rewards"] == r1["noisy_rewards"]
+    noisy = torch.tensor(r0["noisy_rewards"])
+    assert len(set(r0["noisy_rewards"])) > 1
+    A = group_advantages(length.double() + gapo.double() + noisy.double(), G, scale="group", eps=1e-4)
+    # A_bar sums to 0 over the straddling group (rows 4, 5 on rank 0 and 6, 7 on rank 1)
+    straddling_A_bar = [a - lam * c for a, c in zip(r0["advantages"][4:], r0["credits_local"][4:])]
+    straddling_A_bar += [a - lam * c for a, c in zip(r1["advantages"][:2], r1["credits_local"][:2])]
+    assert abs(sum(straddling_A_bar)) < 1e-4
 
     # Credits recomputed in one process from the gathered completions with the same embedder and kernel.
     emb = build_embedder("hashed")(gathered).double()
@@ -84,3 +94,19 @@ def test_two_ranks_match_the_single_process_computation(tmp_path):
         torch.testing.assert_close(torch.tensor(rec["credits_local"], dtype=torch.float64), s[rows], rtol=0, atol=1e-9)
         want = A[rows] + lam * s[rows]
         torch.testing.assert_close(torch.tensor(rec["advantages"], dtype=torch.float64), want, rtol=0, atol=2e-5)
+
+    # Placebo arm: the same permuted credits on both ranks, a permutation of the batch's own credits in which no
+    # row keeps a credit of its own group.
+    p0, p1 = r0["placebo"], r1["placebo"]
+    assert p0["gathered_completions"] == p1["gathered_completions"]
+    own = torch.tensor(p0["own_credits_all"], dtype=torch.float64)
+    placebo = torch.tensor(p0["credits_all"], dtype=torch.float64)
+    assert p0["credits_all"] == p1["credits_all"] and p0["own_credits_all"] == p1["own_credits_all"]
+    assert float(own.abs().max()) > 1e-3 and not torch.equal(own, placebo)
+    torch.testing.assert_close(placebo.sort().values, own.sort().values, rtol=0, atol=0)
+    group = torch.arange(len(own)) // G
+    for i in range(len(own)):
+        sources = [j for j in range(len(own)) if own[j] == placebo[i]]
+        assert sources and all(group[j] != group[i] for j in sources), i
+    for r, rec in enumerate((p0, p1)):
+        assert rec["credits_local"] == rec["credits_all"][r * B : (r + 1) * B]

@@ -2,13 +2,15 @@
 
 Usage: accelerate launch --cpu --num_processes 2 tests/trl_multiprocess_worker.py MODEL_DIR OUT_DIR
 Each rank runs one generation step and writes ``rank{R}.json``: its local completions, base advantages A_bar,
-final advantages, rewards of the gathered batch and the credits it computed.
+final advantages, rewards of the gathered batch, the credits it computed and how often it called the group rewards.
+A second one-step run with ``setpo_placebo=True`` records the batch's own credits and the permuted ones.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -16,7 +18,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 from datasets import Dataset  # noqa: E402
 
-from setpo.integrations.trl import SetPOConfig, SetPOTrainer, gapo_reward_func  # noqa: E402
+from setpo.integrations.trl import GroupRewardFunction, SetPOConfig, SetPOTrainer, gapo_reward_func  # noqa: E402
 from setpo.tiny import load_tiny  # noqa: E402
 
 G = 4
@@ -33,13 +35,9 @@ def length_reward(completions, **kwargs) -> list[float]:
     return [float(len(set(c))) for c in completions]
 
 
-def main(model_dir: str, out_dir: str) -> None:
-    torch.set_num_threads(1)
-    model, tokenizer = load_tiny(model_dir)
-    prompts = ["ab", "cd", "ef"]  # 3 prompts x G = 12 rows
-    ds = Dataset.from_dict({"prompt": prompts, "valid_answers": [VALID] * len(prompts)})
-    args = SetPOConfig(
-        output_dir=os.path.join(out_dir, "trainer"),
+def make_args(output_dir: str, placebo: bool = False) -> SetPOConfig:
+    return SetPOConfig(
+        output_dir=output_dir,
         max_steps=1,
         per_device_train_batch_size=PER_DEVICE,
         num_generations=G,
@@ -56,7 +54,26 @@ def main(model_dir: str, out_dir: str) -> None:
         setpo_kernel_clamp=False,  # random character strings rarely have positive cosine; keep credits non-zero
         shuffle_dataset=False,
         seed=7,
+        setpo_placebo=placebo,
     )
+
+
+NOISY_CALLS: list[int] = []  # rows scored by each of this rank's calls to the noisy group reward
+
+
+def noisy_group_reward(prompts, completions, group_size, **kwargs) -> list[float]:
+    """A non-deterministic group reward (think of an LLM judge): each process would draw different numbers."""
+    NOISY_CALLS.append(len(completions))
+    rng = random.Random(1000 + int(os.environ.get("RANK", "0")))
+    return [rng.random() for _ in completions]
+
+
+def main(model_dir: str, out_dir: str) -> None:
+    torch.set_num_threads(1)
+    model, tokenizer = load_tiny(model_dir)
+    prompts = ["ab", "cd", "ef"]  # 3 prompts x G = 12 rows
+    ds = Dataset.from_dict({"prompt": prompts, "valid_answers": [VALID] * len(prompts)})
+    args = make_args(os.path.join(out_dir, "trainer"))
     records: list[dict] = []
 
     class Recording(SetPOTrainer):
@@ -72,21 +89,36 @@ def main(model_dir: str, out_dir: str) -> None:
                     "advantages": out["advantages"].tolist(),
                     "gathered_completions": list(self._logs["completion"])[-PER_DEVICE * 2 :],
                     "gapo_rewards": list(self._logs["rewards"]["gapo"])[-PER_DEVICE * 2 :],
+                    "noisy_rewards": list(self._logs["rewards"]["noisy"])[-PER_DEVICE * 2 :],
                     "length_rewards": list(self._logs["rewards"]["length_reward"])[-PER_DEVICE * 2 :],
                     "credits_all": self.setpo_last_credits.all.tolist(),
                     "credits_local": self.setpo_last_credits.local.tolist(),
+                    "own_credits_all": self.setpo_last_unpermuted_credits.all.tolist(),
                 }
             )
             return out
 
     trainer = Recording(
         model=model,
-        reward_funcs=[length_reward, gapo_reward_func(first_char, valid_set_key="valid_answers")],
+        reward_funcs=[
+            length_reward,
+            gapo_reward_func(first_char, valid_set_key="valid_answers"),
+            GroupRewardFunction(noisy_group_reward, name="noisy"),
+        ],
         args=args,
         train_dataset=ds,
         processing_class=tokenizer,
     )
     trainer.train()
+    noisy_calls = list(NOISY_CALLS)
+
+    # The placebo arm: same setup, credits permuted across groups.
+    args_placebo = make_args(os.path.join(out_dir, "placebo"), placebo=True)
+    model, tokenizer = load_tiny(model_dir)
+    placebo = Recording(
+        model=model, reward_funcs=[length_reward], args=args_placebo, train_dataset=ds, processing_class=tokenizer
+    )
+    placebo.train()
     rank = trainer.accelerator.process_index
     record = {
         "rank": rank,
@@ -94,7 +126,9 @@ def main(model_dir: str, out_dir: str) -> None:
         "G": G,
         "lambda": LAMBDA,
         "reward_weights": trainer.reward_weights.tolist(),
+        "noisy_calls": noisy_calls,
         **records[0],
+        "placebo": records[1],
     }
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump(record, f)
