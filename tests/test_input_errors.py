@@ -84,6 +84,59 @@ def test_influence_mixed_dtypes_are_named():
         setpo.influence(torch.full((3,), 1 / 3, dtype=torch.float32), torch.eye(3, dtype=torch.float64))
 
 
-def test_pass_at_k_rejects_values_beyond_int64():
-    with pytest.raises(ValueError, match="too large"):
-        setpo.pass_at_k(np.uint64(2**63 + 5), 1, 1)
+def test_pass_at_k_accepts_values_beyond_int64():
+    """n beyond int64 is a valid sample count (issue: n = 1e20 as an int must work): 1 - (1 - 1/n) exactly."""
+    assert setpo.pass_at_k(np.uint64(2**63 + 5), 1, 1) == pytest.approx(1 / (2**63 + 5), rel=1e-15)
+
+
+JUNK = [None, ["a", "b"], [["a", "b"], ["c", "d"]], object(), {"k": 1}, np.array([None, None], dtype=object)]
+
+
+@pytest.mark.parametrize("junk", JUNK, ids=["None", "strings", "string-matrix", "object", "dict", "object-array"])
+@pytest.mark.parametrize("fn", [setpo.local_mass, setpo.set_diversity, setpo.loo_credits, setpo.loo_credits_reference])
+def test_non_tensor_kernel_is_a_type_error_naming_the_kernel(fn, junk):
+    with pytest.raises(TypeError, match="kernel"):
+        fn(junk)
+
+
+@pytest.mark.parametrize("junk", JUNK, ids=["None", "strings", "string-matrix", "object", "dict", "object-array"])
+def test_non_tensor_embeddings_are_a_type_error_naming_the_embeddings(junk):
+    with pytest.raises(TypeError, match="embeddings"):
+        setpo.cosine_kernel(junk)
+    with pytest.raises(TypeError, match="embeddings"):
+        setpo.metrics.mean_pairwise_distance(junk)
+
+
+def test_non_tensor_kernel_refused_by_the_small_group_policy_and_population_functions():
+    with pytest.raises(TypeError, match="kernel"):
+        setpo.loo_credits(None, on_small_group="zero")
+    with pytest.raises(TypeError, match="kernel"):
+        setpo.influence(torch.full((3,), 1 / 3), None)
+    with pytest.raises(TypeError, match="weights p"):
+        setpo.population_diversity(None, torch.eye(3))
+
+
+def test_bare_strings_are_refused_by_every_text_metric():
+    from setpo import metrics
+    from setpo.metrics import countdown_diversity
+
+    calls = {
+        "self_bleu": lambda: metrics.self_bleu("abc"),
+        "self_bleu_reference": lambda: metrics.self_bleu_reference("abc"),
+        "unique_at_n": lambda: metrics.unique_at_n("abc"),
+        "unique_at_n valid": lambda: metrics.unique_at_n(["a", "b"], valid="ab"),
+        "validity_rate": lambda: metrics.validity_rate("abc", ["a"]),
+        "validity_rate valid": lambda: metrics.validity_rate(["a"], "abc"),
+        "item_distribution": lambda: metrics.item_distribution("abc", ["a", "b"]),
+        "item_distribution items": lambda: metrics.item_distribution(["a"], "ab"),
+        "js_to_uniform": lambda: metrics.js_to_uniform("abc", ["a", "b"]),
+        "mean_pairwise_embedding_distance": lambda: metrics.mean_pairwise_embedding_distance(
+            "abc", lambda t: torch.eye(len(t))
+        ),
+        "distinct_correct": lambda: countdown_diversity.distinct_correct("abc", None),
+    }
+    for name, call in calls.items():
+        with pytest.raises(ValueError, match="bare string"):
+            call()
+            pytest.fail(f"{name} accepted a bare string")
+    assert metrics.unique_at_n(["abc"]) == 1 and metrics.self_bleu(["a b", "a b"], max_n=2) == pytest.approx(1.0)

@@ -4,17 +4,31 @@ from __future__ import annotations
 
 import torch
 
+# 16-bit inputs are computed in float32: their own eps (2^-8 for bfloat16) turns credits of order 1e-4 into noise.
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
 
 def as_float_tensor(x, name: str) -> torch.Tensor:
-    """Return `x` as a floating torch tensor (numpy/lists accepted), raising on integer or complex input."""
-    if isinstance(x, (str, bytes)):
-        raise ValueError(f"{name} must be a floating-point tensor, got {type(x).__name__}")
-    t = torch.as_tensor(x)
+    """Return `x` as a floating torch tensor (numpy/lists accepted).
+
+    TypeError when `x` is not array-like at all (None, strings, objects); ValueError for integer or complex dtypes.
+    """
+    if isinstance(x, (str, bytes)) or x is None:
+        raise TypeError(f"{name} must be a floating-point tensor or array, got {type(x).__name__}")
+    try:
+        t = torch.as_tensor(x)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise TypeError(f"{name} must be a floating-point tensor or array, got {type(x).__name__} ({err})") from None
     if not torch.is_floating_point(t):
         if t.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
             raise ValueError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
         raise ValueError(f"{name} has unsupported dtype {t.dtype}")
     return t
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype the core computes in: float32 for float16/bfloat16 input, else the input's own dtype."""
+    return torch.float32 if dtype in LOW_PRECISION else dtype
 
 
 def check_finite(t: torch.Tensor, name: str) -> None:
@@ -26,19 +40,58 @@ def check_finite(t: torch.Tensor, name: str) -> None:
         raise ValueError(f"{name} contains {n_nan} NaN and {n_inf} inf value(s)")
 
 
-def check_kernel_values(K: torch.Tensor, name: str = "kernel") -> None:
-    """Raise ValueError unless every entry of K is finite and in [-1, 1] (a similarity; one min/max pass)."""
-    if K.numel() == 0:
-        return
-    lo, hi = torch.aminmax(K)
-    tol = 16 * torch.finfo(K.dtype).eps
-    if bool(lo >= -1 - tol) and bool(hi <= 1 + tol):
+def range_tolerance(dtype: torch.dtype) -> float:
+    """Rounding allowed outside [-1, 1]: 16 ulps of 1 in `dtype`."""
+    return 16 * torch.finfo(dtype).eps
+
+
+def asymmetry_tolerance(dtype: torch.dtype) -> float:
+    """Largest |K[i, j] - K[j, i]| accepted as rounding, for a kernel stored in `dtype`.
+
+    64 ulps of 1 for float32/float64 (7.6e-6 and 1.4e-14): a dot product of length d accumulates about sqrt(d) ulps,
+    so a kernel from an unsymmetrised Gram matrix passes up to d ~ 4096. 2 ulps for float16/bfloat16 (2e-3 and
+    1.6e-2): their matmuls accumulate in float32 and round once, and 64 of their ulps would accept gross asymmetry.
+    """
+    eps = torch.finfo(dtype).eps
+    return (2 if dtype in LOW_PRECISION else 64) * eps
+
+
+def kernel_violation(
+    lo: float, hi: float, asym: float, dtype: torch.dtype, K: torch.Tensor, name: str = "kernel"
+) -> None:
+    """Raise the right ValueError from the reduced statistics of a kernel: its min, max and max |K - K^T|.
+
+    Taking three numbers lets callers compute them in whatever fused pass suits their layout. NaN in any of them
+    (NaN propagates through min/max) sends the diagnosis back to `K` to count NaN and inf.
+    """
+    tol = range_tolerance(dtype)
+    if lo >= -1 - tol and hi <= 1 + tol and asym <= asymmetry_tolerance(dtype):
         return
     check_finite(K, name)
+    if not (lo >= -1 - tol and hi <= 1 + tol):
+        raise ValueError(
+            f"{name} values must lie in [-1, 1] (similarities), got min {lo:.4g} and max {hi:.4g}; "
+            "build it with setpo.cosine_kernel"
+        )
     raise ValueError(
-        f"{name} values must lie in [-1, 1] (similarities), got min {lo.item():.4g} and max {hi.item():.4g}; "
-        "build it with setpo.cosine_kernel"
+        f"{name} must be symmetric, k(o_i, o_j) = k(o_j, o_i): max |K - K^T| is {asym:.3g}, beyond the "
+        f"rounding tolerance {asymmetry_tolerance(dtype):.2g} for {dtype}; build it with setpo.cosine_kernel "
+        "or symmetrise it, (K + K.mT) / 2"
     )
+
+
+def check_kernel_values(K: torch.Tensor, name: str = "kernel", dtype: torch.dtype | None = None) -> float:
+    """Raise ValueError unless K (..., G, G) is finite, in [-1, 1] and symmetric up to rounding; return its min.
+
+    `dtype` is the dtype the kernel was given in (the tolerances follow it), default K's own.
+    """
+    if K.numel() == 0:
+        return 0.0
+    lo, hi = torch.aminmax(K)
+    asym = torch.sub(K, K.mT).amax() if K.shape[-1] > 1 else torch.zeros((), dtype=K.dtype)
+    lo_v, hi_v, asym_v = lo.item(), hi.item(), asym.item()  # K - K^T is antisymmetric: its max is max |K - K^T|
+    kernel_violation(lo_v, hi_v, asym_v, dtype or K.dtype, K, name)
+    return lo_v
 
 
 def check_square(K: torch.Tensor, name: str = "kernel") -> int:

@@ -2,43 +2,75 @@
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import torch
 
-from setpo.core.diversity import (
-    ShapingSpec,
-    check_finite_output,
-    set_diversity,
-    unchecked_local_mass,
-    validate_kernel,
+from setpo.core._checks import (
+    as_float_tensor,
+    check_group_size,
+    check_kernel_values,
+    check_square,
+    compute_dtype,
+    kernel_violation,
 )
-from setpo.core.shaping import get_shaping
+from setpo.core.diversity import ShapingSpec, check_finite_output, unchecked_local_mass, unchecked_set_diversity
+from setpo.core.shaping import Shaping, get_shaping
 
 SmallGroupPolicy = Literal["raise", "zero"]
+NEGLOG1P = get_shaping("neglog1p")
 
-
-def _small_group(K, on_small_group: SmallGroupPolicy) -> torch.Tensor | None:
-    if on_small_group not in ("raise", "zero"):
-        raise ValueError(f"unknown on_small_group option {on_small_group!r}; use 'raise' or 'zero'")
-    K_t = torch.as_tensor(K)
-    if on_small_group == "zero" and K_t.dim() >= 2 and K_t.shape[-1] == K_t.shape[-2] and K_t.shape[-1] < 3:
-        validate_kernel(K_t, 1, "the credits")
-        return torch.zeros(K_t.shape[:-1], dtype=K_t.dtype, device=K_t.device)
-    return None
+# Up to this G a CPU kernel is first copied to a batch-last (G, G, B) layout: every later pass (the symmetry check
+# included) then runs over contiguous rows of B values instead of rows of G, which costs more than the copy.
+BATCH_LAST_MAX_G = 24
+CHUNK_ENTRIES = 1 << 17
 
 
 def loo_credits(K, g: ShapingSpec = "neglog1p", on_small_group: SmallGroupPolicy = "raise") -> torch.Tensor:
     """All G credits s_i in O(G^2) via Lemma D.1, m_j^(-i) = m_j + (m_j - k(o_j,o_i))/(G-2); (..., G, G) -> (..., G).
 
     ``on_small_group="zero"`` returns zero credits for G < 3 (where D(Omega \\ {o_i}) is undefined)
-    instead of raising.
+    instead of raising. The kernel must be finite, in [-1, 1] and symmetric up to rounding. Credits come back in
+    K's dtype; float16/bfloat16 kernels are computed in float32.
+
+    For the paper's g = -log(1 + x) and a non-negative kernel, sum_{j != i} log(1 + m_j^(-i)) is evaluated as the
+    log of a product of G - 1 factors in [1, 2]: G logs per group instead of G^2, at the same rounding level.
     """
-    early = _small_group(K, on_small_group)
-    if early is not None:
-        return early
-    K, G = validate_kernel(K, 3, "the leave-one-out credits")
+    if on_small_group not in ("raise", "zero"):
+        raise ValueError(f"unknown on_small_group option {on_small_group!r}; use 'raise' or 'zero'")
+    K = as_float_tensor(K, "kernel")
+    G = check_square(K)
+    if on_small_group == "zero" and G < 3:
+        check_kernel_values(K)
+        return torch.zeros(K.shape[:-1], dtype=K.dtype, device=K.device)
+    check_group_size(G, 3, "the leave-one-out credits")
     shaping = get_shaping(g)
+    out_dtype, Kc = K.dtype, K.to(compute_dtype(K.dtype))
+    needs_grad = torch.is_grad_enabled() and Kc.requires_grad
+    if shaping is not NEGLOG1P or needs_grad or Kc.numel() == 0:
+        check_kernel_values(Kc, dtype=out_dtype)
+        return _closed_form(Kc, shaping).to(out_dtype)
+    if Kc.device.type == "cpu" and G <= BATCH_LAST_MAX_G:
+        s = _neglog1p_batch_last(Kc, out_dtype)
+        return (s if s is not None else _closed_form(Kc, shaping)).to(out_dtype)
+    # Chunks of about 2^17 entries keep the few passes over each chunk in cache.
+    flat = Kc.reshape(-1, G, G)
+    out = torch.empty(flat.shape[:-1], dtype=Kc.dtype, device=Kc.device)
+    for chunk, res in zip(flat.split(max(1, CHUNK_ENTRIES // (G * G))), out.split(max(1, CHUNK_ENTRIES // (G * G)))):
+        s = _neglog1p_product(chunk, check_kernel_values(chunk, dtype=out_dtype))
+        res.copy_(s if s is not None else _closed_form(chunk, shaping))
+    return out.reshape(K.shape[:-1]).to(out_dtype)
+
+
+def _product_fits(G: int, dtype: torch.dtype) -> bool:
+    """A product of G - 1 factors in [1, 2 + rounding] stays finite in `dtype` (G <= 125 in float32)."""
+    return G - 1 <= math.log2(torch.finfo(dtype).max) - 2
+
+
+def _closed_form(K: torch.Tensor, shaping: Shaping) -> torch.Tensor:
+    """Lemma D.1 for any g, in K's layout; K validated and in its compute dtype. Differentiable."""
+    G = K.shape[-1]
     m = unchecked_local_mass(K)  # (..., G), index j
     g_m = shaping(m)
     d_full = g_m.mean(-1, keepdim=True)
@@ -51,13 +83,62 @@ def loo_credits(K, g: ShapingSpec = "neglog1p", on_small_group: SmallGroupPolicy
     return check_finite_output(d_full - d_loo, shaping.name, "the credits")
 
 
+def _neglog1p_product(K: torch.Tensor, lo: float) -> torch.Tensor | None:
+    """Lemma D.1 with g = -log(1 + x): s_i = log prod_{j != i} (1 + m_j^(-i)) / (G-1) - mean_j log(1 + m_j).
+
+    K validated (min `lo`) and in its compute dtype; None when K has negative entries or G is too large for the
+    product, so the caller takes the general path.
+    """
+    G = K.shape[-1]
+    if lo < 0 or not _product_fits(G, K.dtype):
+        return None
+    r = K.sum(-1).sub_(K.diagonal(dim1=-2, dim2=-1))  # (G-1) m_j
+    # Y[..., j, i] = 1 + m_j^(-i) = 1 + (r_j - K[j, i]) / (G-2); the diagonal is no member of Omega \ {o_i}: 1.
+    Y = torch.add(r.mul(1.0 / (G - 2)).add_(1.0).unsqueeze(-1), K, alpha=-1.0 / (G - 2))
+    Y.diagonal(dim1=-2, dim2=-1).fill_(1.0)
+    log_loo = Y.prod(-2).log_()  # sum_{j != i} log(1 + m_j^(-i)) = -(G-1) D(Omega \ {o_i})
+    log_m = r.mul_(1.0 / (G - 1)).log1p_()  # log(1 + m_j) = -g(m_j)
+    return log_loo.mul_(1.0 / (G - 1)).sub_(log_m.mean(-1, keepdim=True))
+
+
+def _neglog1p_batch_last(K: torch.Tensor, given_dtype: torch.dtype) -> torch.Tensor | None:
+    """`_neglog1p_product` on a batch-last copy (G, G, B) of a CPU kernel, validation included; None as there.
+
+    The copy makes K^T a permutation of the two leading dims, so the symmetry check is one contiguous pass.
+    """
+    G, batch = K.shape[-1], K.shape[:-2]
+    Kp = K.reshape(-1, G * G).t().clone(memory_format=torch.contiguous_format).view(G, G, -1)  # [j, i, b] = K[b, j, i]
+    lo, hi = torch.aminmax(Kp)
+    work = torch.sub(Kp, Kp.transpose(0, 1))  # antisymmetric: its max is max |K - K^T|
+    lo_v, hi_v, asym = lo.item(), hi.item(), work.amax().item()
+    kernel_violation(lo_v, hi_v, asym, given_dtype, K)
+    if lo_v < 0 or not _product_fits(G, K.dtype):
+        return None
+    Kp.diagonal(dim1=0, dim2=1).fill_(0.0)
+    r = Kp.sum(1)  # (G, B): (G-1) m_j
+    Y = torch.add(r.mul(1.0 / (G - 2)).add_(1.0).unsqueeze(1), Kp, alpha=-1.0 / (G - 2), out=work)
+    Y.diagonal(dim1=0, dim2=1).fill_(1.0)
+    log_loo = Y.prod(0).log_()  # (G, B), index i
+    log_m = r.mul_(1.0 / (G - 1)).log1p_()  # (G, B), index j
+    s = log_loo.mul_(1.0 / (G - 1)).sub_(log_m.mean(0))
+    return s.t().reshape(*batch, G)
+
+
 def loo_credits_reference(K, g: ShapingSpec = "neglog1p") -> torch.Tensor:
-    """Literal Algorithm 1: recompute D(Omega \\ {o_i}) from the reduced kernel for every i (O(G^3) per group)."""
-    K, G = validate_kernel(K, 3, "the leave-one-out credits")
-    d_full = set_diversity(K, g)
+    """Literal Algorithm 1: recompute D(Omega \\ {o_i}) from the reduced kernel for every i (O(G^3) per group).
+
+    Same validation and dtype rules as `loo_credits`.
+    """
+    K = as_float_tensor(K, "kernel")
+    G = check_square(K)
+    check_group_size(G, 3, "the leave-one-out credits")
+    shaping = get_shaping(g)
+    check_kernel_values(K)
+    Kc = K.to(compute_dtype(K.dtype))
+    d_full = unchecked_set_diversity(Kc, shaping)
     credits = []
     for i in range(G):
         keep = torch.tensor([j for j in range(G) if j != i], device=K.device)
-        K_minus_i = K.index_select(-2, keep).index_select(-1, keep)
-        credits.append(d_full - set_diversity(K_minus_i, g))
-    return torch.stack(credits, dim=-1)
+        K_minus_i = Kc.index_select(-2, keep).index_select(-1, keep)
+        credits.append(d_full - unchecked_set_diversity(K_minus_i, shaping))
+    return torch.stack(credits, dim=-1).to(K.dtype)

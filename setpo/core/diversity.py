@@ -6,14 +6,18 @@ from typing import Union
 
 import torch
 
-from setpo.core._checks import as_float_tensor, check_group_size, check_kernel_values, check_square
+from setpo.core._checks import as_float_tensor, check_group_size, check_kernel_values, check_square, compute_dtype
 from setpo.core.shaping import Fn, Shaping, get_shaping
 
 ShapingSpec = Union[str, Shaping, Fn]
 
 
 def validate_kernel(K, minimum: int, what: str) -> tuple[torch.Tensor, int]:
-    """Return (K as a float tensor, G) after checking shape (..., G, G), G >= minimum and values finite in [-1, 1]."""
+    """Return (K as a float tensor, G) after checking shape (..., G, G), G >= minimum, values finite in [-1, 1]
+    and symmetry up to rounding (tolerances: `setpo.core._checks`).
+
+    Input validation only: K comes back in its own dtype; callers compute in `compute_dtype(K.dtype)`.
+    """
     K = as_float_tensor(K, "kernel")
     G = check_square(K)
     check_group_size(G, minimum, what)
@@ -36,13 +40,25 @@ def unchecked_local_mass(K: torch.Tensor) -> torch.Tensor:
     return (K.sum(-1) - K.diagonal(dim1=-2, dim2=-1)) / (K.shape[-1] - 1)
 
 
+def unchecked_set_diversity(K: torch.Tensor, shaping: Shaping) -> torch.Tensor:
+    """Eq. 4 without input validation (K already validated and in its compute dtype)."""
+    return check_finite_output(shaping(unchecked_local_mass(K)).mean(-1), shaping.name, "D(S)")
+
+
 def local_mass(K) -> torch.Tensor:
-    """m_hat(o_j; S) = 1/(|S|-1) sum_{z != j} k(o_j, z), self excluded (paper eq. 3); (..., G, G) -> (..., G)."""
+    """m_hat(o_j; S) = 1/(|S|-1) sum_{z != j} k(o_j, z), self excluded (paper eq. 3); (..., G, G) -> (..., G).
+
+    Returned in K's dtype; float16/bfloat16 kernels are summed in float32.
+    """
     K, _ = validate_kernel(K, 2, "the local mass")
-    return unchecked_local_mass(K)
+    return unchecked_local_mass(K.to(compute_dtype(K.dtype))).to(K.dtype)
 
 
 def set_diversity(K, g: ShapingSpec = "neglog1p") -> torch.Tensor:
-    """D(S) = 1/|S| sum_{y in S} g(m_hat(y; S)) (paper eq. 4); (..., G, G) -> (...)."""
+    """D(S) = 1/|S| sum_{y in S} g(m_hat(y; S)) (paper eq. 4); (..., G, G) -> (...).
+
+    Returned in K's dtype; float16/bfloat16 kernels are computed in float32.
+    """
     shaping = get_shaping(g)
-    return check_finite_output(shaping(local_mass(K)).mean(-1), shaping.name, "D(S)")
+    K, _ = validate_kernel(K, 2, "the local mass")
+    return unchecked_set_diversity(K.to(compute_dtype(K.dtype)), shaping).to(K.dtype)

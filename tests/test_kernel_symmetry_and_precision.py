@@ -1,0 +1,145 @@
+"""Asymmetric kernels are refused beyond rounding; 16-bit inputs are computed in float32 and returned in their dtype."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from strategies import make_kernel
+
+from setpo import cosine_kernel, local_mass, loo_credits, loo_credits_reference, set_diversity
+from setpo.core._checks import asymmetry_tolerance
+
+KERNEL_FNS = [local_mass, set_diversity, loo_credits, loo_credits_reference]
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
+
+
+def _fn_id(fn) -> str:
+    return fn.__name__
+
+
+# --- item 11: asymmetry --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", KERNEL_FNS, ids=_fn_id)
+@pytest.mark.parametrize("G", [3, 6, 16, 40, 64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_grossly_asymmetric_kernel_is_refused(fn, G, dtype):
+    K = make_kernel("random", G, np.random.default_rng(G), batch=(3,)).to(dtype)
+    K[1, 0, G - 1] = 0.9
+    K[1, G - 1, 0] = 0.1  # every value in [0, 1], diagonal 1: only the symmetry is wrong
+    with pytest.raises(ValueError, match=r"symmetric.*max \|K - K\^T\| is 0\.8"):
+        fn(K)
+
+
+@pytest.mark.parametrize("fn", KERNEL_FNS, ids=_fn_id)
+def test_row_normalised_kernel_is_refused(fn):
+    """A typical asymmetric 'kernel': similarities divided by their row sums."""
+    K = cosine_kernel(torch.randn(2, 5, 8, dtype=torch.float64))
+    with pytest.raises(ValueError, match="symmetric"):
+        fn(K / K.sum(-1, keepdim=True))
+
+
+@pytest.mark.parametrize("fn", KERNEL_FNS, ids=_fn_id)
+@pytest.mark.parametrize("G", [5, 16, 40])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+def test_rounding_level_asymmetry_is_accepted(fn, G, dtype):
+    """Perturbing one triangle by half the tolerance changes nothing visible; just past the tolerance is refused."""
+    K = make_kernel("blocks", G, np.random.default_rng(0), batch=(2,)).to(dtype)
+    tol = asymmetry_tolerance(dtype)
+    up = torch.triu(torch.ones(G, G, dtype=torch.bool), 1)
+    noisy = K.clone()
+    noisy[:, up] = (noisy[:, up].double() - 0.5 * tol).to(dtype)  # values stay in [0, 1]: blocks are >= 0.0
+    noisy = noisy.clamp(0.0, 1.0)
+    assert 0 < float((noisy.double() - noisy.double().mT).abs().max()) <= tol
+    torch.testing.assert_close(fn(noisy).double(), fn(K).double(), rtol=0, atol=max(tol, 1e-12))
+    far = K.clone()
+    far[:, 0, 1] = (far[:, 0, 1].double() - 4 * tol).clamp(min=0).to(dtype)
+    far[:, 1, 0] = (far[:, 0, 1].double() + 4 * tol).to(dtype)
+    with pytest.raises(ValueError, match="symmetric"):
+        fn(far)
+
+
+def test_unsymmetrised_gram_kernel_passes():
+    """u @ u^T in float32 without symmetrising: its rounding-level asymmetry must not be refused."""
+    e = torch.randn(64, 16, 4096)
+    u = e / e.norm(dim=-1, keepdim=True)
+    K = (u @ u.mT).clamp(0.0, 1.0)
+    K.diagonal(dim1=-2, dim2=-1).fill_(1.0)
+    torch.testing.assert_close(loo_credits(K), loo_credits((K + K.mT) / 2), rtol=0, atol=1e-6)
+
+
+def test_nan_is_still_reported_as_nan_in_an_asymmetric_kernel():
+    K = torch.eye(4)
+    K[0, 1] = float("nan")
+    for fn in KERNEL_FNS:
+        with pytest.raises(ValueError, match="NaN"):
+            fn(K)
+
+
+# --- item 14: low precision -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(("dtype", "tol"), [(torch.bfloat16, 1e-2), (torch.float16, 2e-3)])
+def test_low_precision_embeddings_give_accurate_credits_at_G_64(dtype, tol, device):
+    """bf16/fp16 embeddings: credits within `tol` of the largest credit computed in float64 from the same inputs.
+
+    Before the fix, bf16 gave errors of 40-60% of the largest credit and fp16 6-9%.
+    """
+    torch.manual_seed(0)
+    e = torch.randn(8, 64, 384).to(dtype).to(device)
+    K = cosine_kernel(e)
+    assert K.dtype == dtype
+    s = loo_credits(K)
+    assert s.dtype == dtype and s.device.type == device
+    exact = loo_credits(cosine_kernel(e.double()))
+    err = (s.double() - exact).abs().amax(-1) / exact.abs().amax(-1)
+    assert float(err.max()) < tol, float(err.max())
+    torch.testing.assert_close(loo_credits_reference(K).double(), exact, rtol=0, atol=tol * float(exact.abs().max()))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_low_precision_kernel_is_computed_in_float32(dtype):
+    """Same 16-bit kernel: the result equals the float32 computation rounded once to the 16-bit dtype."""
+    K = cosine_kernel(torch.randn(4, 16, 32)).to(dtype)
+    K32 = K.float()
+    for fn in KERNEL_FNS:
+        out = fn(K)
+        assert out.dtype == dtype
+        torch.testing.assert_close(out, fn(K32).to(dtype), rtol=0, atol=0)
+    e = torch.randn(4, 16, 32).to(dtype)
+    torch.testing.assert_close(cosine_kernel(e), cosine_kernel(e.float()).to(dtype), rtol=0, atol=0)
+
+
+# --- the fast paths agree with the general one ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("G", [3, 6, 24, 25, 64, 130])
+@pytest.mark.parametrize("kind", ["embedding", "near_duplicates", "ones", "identity", "sparse"])
+def test_every_layout_and_size_matches_algorithm_1(G, kind):
+    """Batch-last (G <= 24), chunked product (G > 24) and the log-sum fallback (G > 125 in float32)."""
+    K = make_kernel(kind, G, np.random.default_rng(G), batch=(70,) if G <= 64 else (3,))
+    torch.testing.assert_close(loo_credits(K), loo_credits_reference(K), rtol=0, atol=1e-12)
+    torch.testing.assert_close(loo_credits(K.float()).double(), loo_credits(K), rtol=0, atol=2e-5)
+
+
+def test_negative_kernel_takes_the_general_path():
+    K = cosine_kernel(torch.randn(3, 7, 5, dtype=torch.float64), clamp=False)
+    torch.testing.assert_close(loo_credits(K), loo_credits_reference(K), rtol=0, atol=1e-12)
+
+
+def test_input_kernel_is_not_modified():
+    for G in (1, 6, 40):
+        K = make_kernel("random", G, np.random.default_rng(0), batch=(1,)) if G > 1 else torch.ones(1, 1, 1)
+        before = K.clone()
+        if G >= 3:
+            loo_credits(K)
+            loo_credits(K[0])
+        assert torch.equal(K, before)
+
+
+def test_autograd_still_flows_through_the_credits():
+    K = make_kernel("random", 6, np.random.default_rng(0)).requires_grad_(True)
+    (grad,) = torch.autograd.grad(loo_credits(K)[0], K)
+    assert grad.shape == K.shape and bool(torch.isfinite(grad).all()) and float(grad.abs().sum()) > 0
