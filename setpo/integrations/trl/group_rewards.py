@@ -4,7 +4,9 @@ TRL calls reward functions on each process's local rows and gathers the rewards 
 looks at the other members of a group would see only part of a group that straddles two processes. A
 ``GroupRewardFunction`` is instead called by ``SetPOTrainer`` on the gathered prompts, completions and dataset
 columns (concatenated in process order, as ``gather_object`` does), with the group size G: groups are G
-consecutive rows. Every process computes the same full reward vector, so no broadcast is needed.
+consecutive rows. The main process scores the gathered batch once and broadcasts the rewards, so every group is
+scored exactly once and every process uses the same numbers, even for a non-deterministic reward (an LLM judge,
+an API call, sampling).
 """
 
 from __future__ import annotations
