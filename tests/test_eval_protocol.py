@@ -67,6 +67,7 @@ def test_olympiadbench_golds_that_parsed_wrongly_are_corrected(tmp_path):
     assert not verifier(r"\boxed{0}", rows["1965"]) and verifier(r"\boxed{f(x) = ax + b}", rows["1965"])
     # rows 34 and 96 (ids 1782, 2045) matched only as exact strings
     assert verifier(r"\boxed{n^2 - n - 1}", rows["1782"]) and verifier(r"\boxed{(0, 4]}", rows["2045"])
+    assert verifier(r"\boxed{m_{\max }=n^{2}-n-1}", rows["1782"])  # the source spelling, as an exact string
     assert not verifier(r"\boxed{n^2 - n}", rows["1782"]) and not verifier(r"\boxed{[0, 4]}", rows["2045"])
 
 

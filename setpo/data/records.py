@@ -19,14 +19,15 @@ META_FIELDS: tuple[str, ...] = tuple(sorted({f for s in SPECS.values() for f in 
 #: The fixed extra_info schema: split, index, problem, answers (all acceptable golds), then META_FIELDS.
 EXTRA_INFO_FIELDS: tuple[str, ...] = ("split", "index", "problem", "answers", *META_FIELDS)
 
-# Gold answers the source spells so that no checker can match them, keyed by (dataset, id field value).
-# OlympiadBench 1782: "m_{\max }=n^{2}-n-1" parses to nothing (only the exact string matched);
-# 1965: a sentence whose last formula "\mho(a)=0" parsed to 0, so \boxed{0} was accepted (the condition on a is
-# not checkable; the function form is kept); 2045: "t(0,4]", a typo for the interval (0,4].
-GOLD_CORRECTIONS: dict[tuple[str, str], str] = {
-    ("olympiadbench", "1782"): "n^{2}-n-1",
-    ("olympiadbench", "1965"): "f(x)=a x+b",
-    ("olympiadbench", "2045"): "(0,4]",
+# Gold answers the source spells so that no checker can match them, keyed by (dataset, id field value); the
+# accepted answers replace the source's. OlympiadBench 1782: "m_{\max }=n^{2}-n-1" parses to nothing (only the
+# exact string matched; it stays accepted as written); 1965: a sentence whose last formula "\mho(a)=0" parsed to
+# 0, so \boxed{0} was accepted (the condition on a is not checkable; the function form is kept); 2045: "t(0,4]",
+# a typo for the interval (0,4].
+GOLD_CORRECTIONS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("olympiadbench", "1782"): ("n^{2}-n-1", "m_{\\max }=n^{2}-n-1"),
+    ("olympiadbench", "1965"): ("f(x)=a x+b",),
+    ("olympiadbench", "2045"): ("(0,4]",),
 }
 # Minerva boxes written as Python rather than LaTeX (idx 5, 38, 49): the LaTeX form first, the source kept too.
 MINERVA_SPELLINGS: dict[str, str] = {
@@ -88,7 +89,7 @@ def answers_of(row: dict, spec: DatasetSpec) -> list[str]:
         return _minerva_answers(row, spec)
     key = (spec.key, str(row.get("id")))
     if key in GOLD_CORRECTIONS:
-        return [GOLD_CORRECTIONS[key]]
+        return list(GOLD_CORRECTIONS[key])
     value = _first(row, spec.answer_fields, "answer", spec)
     out = [_answer_str(v) for v in _as_list(value)]
     out = [a for a in dict.fromkeys(out) if a]
