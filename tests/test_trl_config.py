@@ -262,3 +262,6 @@ def test_command_line_parsing(tmp_path):
     )
     with pytest.raises(ValueError, match="setpo_lambda must be finite and >= 0"):
         HfArgumentParser(SetPOConfig).parse_args_into_dataclasses(argv + ["--setpo_lambda", "-1"])
+    controls = ["--setpo_target_ratio", "0.1", "--setpo_placebo", "True", "--setpo_lambda_warmup_steps", "5"]
+    (c,) = HfArgumentParser(SetPOConfig).parse_args_into_dataclasses(argv + controls)
+    assert (c.setpo_target_ratio, c.setpo_placebo, c.setpo_lambda_warmup_steps) == (0.1, True, 5)
