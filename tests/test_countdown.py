@@ -488,3 +488,20 @@ def test_answer_embedder_passes_the_answer_content():
     assert seen == [["3+5", "no tags", "<answer></answer>"]]
     with pytest.raises(ValueError, match="callable"):
         AnswerEmbedder("hashed")
+
+
+def test_answer_embedder_modulo_commutativity():
+    seen = []
+
+    def base(texts):
+        seen.append(list(texts))
+        return torch.ones(len(texts), 3)
+
+    AnswerEmbedder(base, level="commutative")(
+        ["<answer>3+5*2</answer>", "<answer>2*5+3</answer>", "<answer>3+*</answer>", "plain"]
+    )
+    first, swapped, unparsable, plain = seen[0]
+    assert first == swapped  # a+b and b+a are one solution to the kernel
+    assert unparsable == "3+*" and plain == "plain"
+    with pytest.raises(ValueError, match="canonical level"):
+        AnswerEmbedder(base, level="modulo")

@@ -351,15 +351,30 @@ class AnswerEmbedder:
     """Embedder wrapper: embeds the <answer> content of each completion (the whole text when there is none).
 
     The tags are the same in every completion; leaving them out lets the kernel compare the expressions.
+    ``level`` (e.g. "commutative") embeds `canonical(answer, level)` instead, so that `a+b` and `b+a` are one
+    solution to the kernel; answers that do not parse are embedded as written.
     """
 
-    def __init__(self, base):
+    def __init__(self, base, level: CanonLevel | None = None):
         if not callable(base):
             raise ValueError(f"base embedder must be callable (texts -> (N, d)), got {type(base).__name__}")
-        self.base = base
+        if level is not None and level not in ("string", "tree", "commutative", "associative"):
+            raise ValueError(f"unknown canonical level {level!r}; use 'string', 'tree', 'commutative', 'associative'")
+        self.base, self.level = base, level
+
+    def _text(self, completion: str) -> str:
+        answer = extract_answer(completion)
+        if not answer:
+            return completion
+        if self.level is None:
+            return answer
+        try:
+            return canonical(answer, self.level)
+        except ValueError:
+            return answer
 
     def __call__(self, texts: Sequence[str]):
-        return self.base([extract_answer(t) or t for t in texts])
+        return self.base([self._text(t) for t in texts])
 
 
 # --------------------------------------------------------------------------- prompts
