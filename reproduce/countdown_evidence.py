@@ -1,0 +1,449 @@
+"""Does SetPO beat GRPO's frontier and a placebo? Countdown with a tiny LM, paired over seeds.
+
+    python -m reproduce countdown_evidence --profile quick|full [--seeds N] [--out DIR] [--overwrite] [--publish]
+
+Design (fixed before the runs; the profile sets the sizes)
+* Start: a tiny char-level LM (setpo.tiny) given a *short* supervised warm-up on biased solutions, so that it
+  is weak and GRPO can raise pass@k at large k over it (the regime check below says whether it did).
+* Data: 3 numbers in 1..9, targets <= 30; train problems with >= 2 solutions; held-out test problems with
+  >= 3 distinct solutions modulo commutativity (so there is diversity to keep).
+* Arms, all from the same start, same RL budget, same seeds (seed s: same data order, same sampling RNG):
+  GRPO; SetPO+GRPO with lambda set every step so that mean|lambda s| / mean|A_bar| = r for r in `ratios`;
+  a placebo at r = `placebo_ratio` (the same credits permuted across groups: same size, no diversity signal).
+* Kernel: hashed character n-grams of the <answer> expression in canonical form modulo commutativity.
+* G = 7 (main) and G = 3 (replication) in the full profile.
+* GRPO's frontier: GRPO checkpoints at `frontier_points` evenly spaced steps (step 0 = the start) are evaluated
+  like every arm's end point; per seed they trace a (pass@1, pass@n) path.
+* Evaluation: n samples per test problem at the paper's decoding (T 0.5, top-p 0.9) and at T 1.0 (Table 3).
+* Metrics: pass@1, pass@k for k = 1, 2, 4, ..., n, mean number of distinct correct solutions per problem
+  (modulo commutativity), diversity width (problems with >= 2 of them). Per-problem counts are saved.
+* Statistics: per-seed paired differences, 95% percentile bootstrap CI over seeds, exact sign-flip p-value.
+* Decision rule, per G and decoding, on pass@n (n = the largest k):
+  - frontier gap = arm's pass@n minus GRPO's pass@n at the arm's pass@1 on the same seed's GRPO path;
+    "SetPO beats GRPO's frontier": confirmed if the gap's CI lies above 0, refuted if it lies at or below 0,
+    inconclusive otherwise;
+  - "SetPO beats the placebo": the same on SetPO(r) minus placebo(r) in pass@n, at r = placebo_ratio;
+  - the pass@1 cost is reported as SetPO minus GRPO's end point, with its CI;
+  - regime check: GRPO's end point minus the start in pass@n; if its CI is not above 0, the table says that
+    RL did not help at large k here and the frontier comparison is read with that caveat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from reproduce.common import PAPER_FIGURES, RunDir, publish, save_figure, write_json
+from reproduce.countdown import CountdownProfile, stage_sft
+from reproduce.stats import bootstrap_ci, frontier_at, sign_flip_pvalue, verdict
+from setpo.tasks.countdown import (
+    AnswerEmbedder,
+    CountdownProblem,
+    canonical,
+    extract_answer,
+    generate_problems,
+    load_problems,
+    make_prompt,
+    score_answer,
+    solve,
+    trl_countdown_reward,
+)
+
+NAME = "countdown_evidence"
+COMMAND = "python -m reproduce countdown_evidence --profile {profile}"
+
+
+@dataclass(frozen=True)
+class EvidenceProfile:
+    """Sizes of one run of the experiment (the design is in the module docstring)."""
+
+    n_train: int = 1000
+    n_test: int = 32
+    min_test_solutions: int = 3  # distinct solutions modulo commutativity
+    data_seed: int = 0
+    hidden_size: int = 64
+    num_layers: int = 2
+    num_heads: int = 4
+    sft_per_problem: int = 4
+    sft_steps: int = 250  # short on purpose: a weak start that RL can improve at large k
+    group_sizes: tuple[int, ...] = (7,)
+    seeds: int = 2
+    rl_steps: int = 24
+    prompts_per_step: int = 8
+    rl_lr: float = 2e-4
+    beta: float = 0.001
+    ratios: tuple[float, ...] = (0.1, 0.3)
+    placebo_ratio: float = 0.3
+    frontier_points: int = 3  # GRPO checkpoints evaluated, evenly spaced over 0..rl_steps
+    max_completion_length: int = 32
+    eval_n: int = 16
+    decodings: tuple[tuple[float, float], ...] = ((0.5, 0.9), (1.0, 1.0))  # (temperature, top_p)
+    eval_batch_size: int = 1024
+
+    def __post_init__(self):
+        for name in ("n_train", "n_test", "sft_steps", "rl_steps", "prompts_per_step", "eval_n", "seeds"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if any(G < 3 for G in self.group_sizes):
+            raise ValueError(f"group sizes must be >= 3 for the SetPO credits, got {self.group_sizes}")
+        if not self.ratios or any(not r > 0 for r in (*self.ratios, self.placebo_ratio)):
+            raise ValueError(f"ratios must be > 0, got {self.ratios} and placebo {self.placebo_ratio}")
+        if self.placebo_ratio not in self.ratios:
+            raise ValueError(f"placebo_ratio {self.placebo_ratio} must be one of ratios {self.ratios} (it is compared)")
+        if self.frontier_points < 2:
+            raise ValueError(f"frontier_points must be >= 2 (the start and the end), got {self.frontier_points}")
+
+    def sft_profile(self) -> CountdownProfile:
+        """The Countdown reproduction's profile with this experiment's data and SFT sizes (its SFT stage is reused)."""
+        return replace(
+            CountdownProfile(),
+            n_train=self.n_train,
+            data_seed=self.data_seed,
+            hidden_size=self.hidden_size,
+            num_layers=self.num_layers,
+            num_heads=self.num_heads,
+            sft_per_problem=self.sft_per_problem,
+            sft_steps=self.sft_steps,
+        )
+
+    def checkpoint_steps(self) -> list[int]:
+        """GRPO steps whose checkpoints trace the frontier (0 is the start itself)."""
+        return sorted({round(j * self.rl_steps / (self.frontier_points - 1)) for j in range(self.frontier_points)})
+
+
+PROFILES = {
+    "smoke": EvidenceProfile(
+        n_train=40, n_test=4, hidden_size=16, num_layers=1, num_heads=2, sft_per_problem=1, sft_steps=4,
+        group_sizes=(3,), seeds=2, rl_steps=2, prompts_per_step=2, frontier_points=2, max_completion_length=8,
+        eval_n=4, decodings=((1.0, 1.0),), ratios=(0.3,),
+    ),
+    "quick": EvidenceProfile(),
+    "full": EvidenceProfile(
+        n_test=128, sft_per_problem=8, group_sizes=(7, 3), seeds=10, rl_steps=60, prompts_per_step=16,
+        frontier_points=5, eval_n=64,
+    ),
+}  # fmt: skip
+
+
+def arms(prof: EvidenceProfile) -> list[tuple[str, float, bool]]:
+    """(name, target ratio, placebo) of every arm; GRPO has ratio 0."""
+    out = [("grpo", 0.0, False)] + [(f"setpo_r{r:g}", r, False) for r in prof.ratios]
+    return out + [(f"placebo_r{prof.placebo_ratio:g}", prof.placebo_ratio, True)]
+
+
+# --------------------------------------------------------------------------- stages
+
+
+def stage_data(run: RunDir, prof: EvidenceProfile) -> tuple[list[CountdownProblem], list[CountdownProblem]]:
+    """Train problems (>= 2 solutions) and disjoint test problems with >= `min_test_solutions` modulo commutativity."""
+    if not run.done("data"):
+        train = generate_problems(prof.n_train, 3, 9, 1, 30, 2, prof.data_seed)
+        keys, test, seed = {p.key for p in train}, [], prof.data_seed + 1
+        while len(test) < prof.n_test:
+            for p in generate_problems(4 * prof.n_test, 3, 9, 1, 30, prof.min_test_solutions, seed, exclude=keys):
+                forms = {canonical(s, "commutative") for s in solve(p.nums, p.target)}
+                if len(forms) >= prof.min_test_solutions and len(test) < prof.n_test:
+                    test.append(p)
+                    keys.add(p.key)
+            seed += 1000
+        for split, problems in (("train", train), ("test", test)):
+            rows = [{"target": p.target, "nums": list(p.nums)} for p in problems]
+            write_json(run.path / f"{split}.json", rows)
+        run.save("data", {"n_train": len(train), "n_test": len(test)})
+    return load_problems(run.path / "train.json"), load_problems(run.path / "test.json")
+
+
+def _checkpoint_callback(steps: set[int], folder: Path, tokenizer):
+    from transformers import TrainerCallback
+
+    class SaveAt(TrainerCallback):
+        def on_step_end(self, args, state, control, model=None, **kwargs):
+            if state.global_step in steps:
+                model.save_pretrained(folder / f"step{state.global_step}")
+                tokenizer.save_pretrained(folder / f"step{state.global_step}")
+
+    return SaveAt()
+
+
+def stage_rl(run: RunDir, prof: EvidenceProfile, sft: Path, train, arm: str, ratio: float, placebo: bool, G: int,
+             seed: int) -> Path:  # fmt: skip
+    """One RL run from the start model; GRPO runs also save the frontier checkpoints. Returns the final model."""
+    from datasets import Dataset
+    from transformers.trainer_callback import PrinterCallback
+
+    from setpo.integrations.trl import SetPOConfig, SetPOTrainer, build_text_embedder
+    from setpo.tiny import load_tiny
+
+    name = f"{arm}_g{G}_s{seed}"
+    out = run.path / "models" / name
+    if run.done(f"rl_{name}"):
+        return out
+    model, tok = load_tiny(sft)
+    model.train()
+    rows = [{"prompt": make_prompt(p, "compact"), "target": p.target, "nums": list(p.nums)} for p in train]
+    setpo = {"setpo_lambda": 0.0}
+    if ratio > 0:
+        setpo = {"setpo_lambda": 1.0, "setpo_target_ratio": ratio, "setpo_placebo": placebo}
+    args = SetPOConfig(
+        output_dir=str(run.path / "trl" / name),
+        max_steps=prof.rl_steps,
+        per_device_train_batch_size=prof.prompts_per_step * G,
+        num_generations=G,
+        max_completion_length=prof.max_completion_length,
+        temperature=1.0,
+        learning_rate=prof.rl_lr,
+        lr_scheduler_type="constant",
+        beta=prof.beta,
+        seed=seed,
+        data_seed=seed,
+        setpo_embedder="hashed",
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        save_strategy="no",
+        logging_steps=1,
+        disable_tqdm=True,
+        **setpo,
+    )
+    callbacks = []
+    if arm == "grpo":
+        steps = set(prof.checkpoint_steps()) - {0, prof.rl_steps}
+        callbacks.append(_checkpoint_callback(steps, run.path / "models" / f"{name}_ckpt", tok))
+    t0 = time.perf_counter()
+    trainer = SetPOTrainer(
+        model=model,
+        reward_funcs=[trl_countdown_reward],
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tok,
+        callbacks=callbacks,
+        embedder=AnswerEmbedder(build_text_embedder("hashed"), level="commutative") if ratio > 0 else None,
+    )
+    trainer.remove_callback(PrinterCallback)
+    trainer.train()
+    trainer.model.eval().save_pretrained(out)
+    tok.save_pretrained(out)
+    logs = [h for h in trainer.state.log_history if "reward" in h]
+    run.save(f"rl_{name}", {"arm": arm, "ratio": ratio, "placebo": placebo, "G": G, "seed": seed,
+                            "wall_s": time.perf_counter() - t0, "log": logs})  # fmt: skip
+    return out
+
+
+def evaluate(model_path: Path, test: list[CountdownProblem], prof: EvidenceProfile) -> dict:
+    """Per decoding: per-problem correct counts and distinct correct solutions (mod commutativity), and pass@k."""
+    from setpo.eval.generate import HFGenerator, SamplingConfig
+    from setpo.metrics import pass_at_k
+    from setpo.tiny import load_tiny
+
+    model, tok = load_tiny(model_path)
+    prompts = [make_prompt(p, "compact") for p in test]
+    ks = [k for k in (2**i for i in range(20)) if k <= prof.eval_n]
+    out = {}
+    for T, top_p in prof.decodings:
+        cfg = SamplingConfig(n=prof.eval_n, temperature=T, top_p=top_p, max_new_tokens=prof.max_completion_length,
+                             batch_size=prof.eval_batch_size, seed=0, use_chat_template=False)  # fmt: skip
+        samples = HFGenerator(model, tok, cfg, progress=False)(prompts)
+        n_correct, n_distinct = [], []
+        for row, p in zip(samples, test):
+            right = [s for s in row if score_answer(s, p.nums, p.target)[1] == "correct"]
+            n_correct.append(len(right))
+            n_distinct.append(len({canonical(extract_answer(s), "commutative") for s in right}))
+        c = np.asarray(n_correct)
+        out[f"T{T:g}_p{top_p:g}"] = {
+            "n": prof.eval_n,
+            "n_correct": n_correct,
+            "n_distinct": n_distinct,
+            "pass@k": {str(k): float(np.mean(pass_at_k(prof.eval_n, c, k))) for k in ks},
+            "distinct": float(np.mean(n_distinct)),
+            "width": int(sum(d >= 2 for d in n_distinct)),
+        }
+    return out
+
+
+def stage_eval(run: RunDir, prof: EvidenceProfile, model_path: Path, test, name: str) -> dict:
+    if not run.done(f"eval_{name}"):
+        t0 = time.perf_counter()
+        metrics = evaluate(model_path, test, prof)
+        run.save(f"eval_{name}", {"metrics": metrics, "wall_s": time.perf_counter() - t0})
+    return run.load(f"eval_{name}")["metrics"]
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+def results_frame(prof: EvidenceProfile, evals: dict):
+    """One row per (evaluated model, decoding): G, seed, arm, GRPO step, pass@k, distinct, width."""
+    import pandas as pd
+
+    rows = []
+    for (arm, G, seed, step), metrics in evals.items():
+        for dec, m in metrics.items():
+            row = {"arm": arm, "G": G, "seed": seed, "step": step, "decoding": dec, "distinct": m["distinct"],
+                   "width": m["width"]}  # fmt: skip
+            row.update({f"pass@{k}": v for k, v in m["pass@k"].items()})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def paired(G: int, decoding: str, claim: str, metric: str, diffs, decides: bool = True) -> dict:
+    """One contrast row: mean paired difference, 95% bootstrap CI, sign-flip p, seeds up, and the verdict when the
+    contrast is one of the decision rule's claims (descriptive contrasts such as the pass@1 cost get none)."""
+    mean, lo, hi = bootstrap_ci(diffs)
+    return {"G": G, "decoding": decoding, "claim": claim, "metric": metric, "mean": mean, "lo": lo, "hi": hi,
+            "p_signflip": sign_flip_pvalue(diffs), "seeds_up": int(np.sum(np.asarray(diffs) > 0)),
+            "seeds": len(diffs), "verdict": verdict(lo, hi) if decides else "-"}  # fmt: skip
+
+
+def contrasts(df, prof: EvidenceProfile):
+    """Every pre-registered contrast (module docstring) per G and decoding, paired by seed."""
+    import pandas as pd
+
+    kmax = f"pass@{prof.eval_n}"
+    r = f"{prof.placebo_ratio:g}"
+    out = []
+    for G in prof.group_sizes:
+        for dec in df.decoding.unique():
+            d = df[(df.G == G) & (df.decoding == dec)]
+            end = {a: d[(d.arm == a) & (d.step == prof.rl_steps)].set_index("seed") for a, _, _ in arms(prof)}
+            start = df[(df.arm == "start") & (df.decoding == dec)].iloc[0]
+            seeds = sorted(end["grpo"].index)
+
+            def diff(a: str, b: str, metric: str, end=end, seeds=seeds) -> list[float]:
+                return [end[a].loc[s, metric] - end[b].loc[s, metric] for s in seeds]
+
+            regime = [end["grpo"].loc[s, kmax] - start[kmax] for s in seeds]
+            out.append(paired(G, dec, "GRPO raises pass@n over its start (regime check)", kmax, regime))
+            for arm, _, _ in arms(prof)[1:]:
+                gaps = []
+                for s in seeds:
+                    path = d[(d.arm == "grpo") & (d.seed == s)]
+                    pts = [(start["pass@1"], start[kmax])] + list(zip(path["pass@1"], path[kmax]))
+                    gaps.append(end[arm].loc[s, kmax] - frontier_at(pts, end[arm].loc[s, "pass@1"]))
+                out.append(paired(G, dec, f"{arm} lies above GRPO's frontier", f"{kmax} gap", gaps))
+                for metric in ("pass@1", kmax, "distinct"):
+                    diffs = diff(arm, "grpo", metric)
+                    out.append(paired(G, dec, f"{arm} minus GRPO end point", metric, diffs, decides=False))
+            for metric in ("pass@1", kmax, "distinct"):
+                claim = f"setpo_r{r} beats placebo_r{r}"
+                diffs = diff(f"setpo_r{r}", f"placebo_r{r}", metric)
+                out.append(paired(G, dec, claim, metric, diffs, decides=metric == kmax))
+    return pd.DataFrame(out)
+
+
+def figure_frontier(run: RunDir, prof: EvidenceProfile, df) -> Path:
+    """(pass@1, pass@n) per G and decoding: GRPO's path (mean over seeds), every arm's end point with 95% CIs."""
+    import matplotlib.pyplot as plt
+
+    kmax = f"pass@{prof.eval_n}"
+    decs = list(df.decoding.unique())
+    fig, axes = plt.subplots(len(prof.group_sizes), len(decs), figsize=(5 * len(decs), 4 * len(prof.group_sizes)),
+                             squeeze=False)  # fmt: skip
+    colors = {"grpo": "C0", "start": "grey"} | {a: f"C{i + 1}" for i, (a, _, _) in enumerate(arms(prof)[1:])}
+    for r, G in enumerate(prof.group_sizes):
+        for c, dec in enumerate(decs):
+            ax, d = axes[r][c], df[(df.decoding == dec) & ((df.G == G) | (df.arm == "start"))]
+            start = d[d.arm == "start"]
+            path = d[d.arm == "grpo"].groupby("step")[["pass@1", kmax]].mean()
+            path = [(float(start["pass@1"].iloc[0]), float(start[kmax].iloc[0]))] + list(path.itertuples(index=False))
+            ax.plot(*zip(*path), "-o", color=colors["grpo"], label="GRPO path (checkpoints, mean over seeds)")
+            ax.plot(start["pass@1"], start[kmax], "s", color="grey", ms=9, label="start (SFT)")
+            for arm, _, _ in arms(prof)[1:]:
+                e = d[(d.arm == arm) & (d.step == prof.rl_steps)]
+                x, y = e["pass@1"].to_numpy(), e[kmax].to_numpy()
+                if len(x) > 1:
+                    (_, xl, xh), (_, yl, yh) = bootstrap_ci(x), bootstrap_ci(y)
+                    xerr, yerr = [[x.mean() - xl], [xh - x.mean()]], [[y.mean() - yl], [yh - y.mean()]]
+                    ax.errorbar(x.mean(), y.mean(), xerr=xerr, yerr=yerr, fmt="D", color=colors[arm], label=arm)
+                else:
+                    ax.plot(x, y, "D", color=colors[arm], label=arm)
+            ax.set_title(f"G={G}, {dec} ({prof.seeds} seeds)", fontsize=9)
+            ax.set_xlabel("pass@1")
+            ax.set_ylabel(kmax)
+            ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    path = save_figure(fig, run.path / "frontier", df)
+    plt.close(fig)
+    return path
+
+
+def summary_table(run: RunDir, prof: EvidenceProfile, con, label: str) -> Path:
+    """Markdown: one line per claim with its CI, p-value, verdict and the command that produced it."""
+    lines = [
+        "# Does SetPO beat GRPO's frontier and a placebo? (Countdown, tiny LM)",
+        "",
+        f"Command: `{COMMAND.format(profile=label)}`. {prof.seeds} seeds per arm, paired by seed; "
+        f"{prof.n_test} test problems x n={prof.eval_n}; RL {prof.rl_steps} steps x {prof.prompts_per_step} prompts; "
+        f"start: {prof.sft_steps} SFT steps. Mean paired difference [95% bootstrap CI], exact sign-flip p, seeds "
+        "with a positive difference. Verdict: confirmed (CI above 0), refuted (CI at or below 0), inconclusive.",
+        "",
+        "| G | decoding | claim | metric | mean [95% CI] | p | seeds up | verdict |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in con.itertuples():
+        lines.append(f"| {r.G} | {r.decoding} | {r.claim} | {r.metric} | {r.mean:+.4f} [{r.lo:+.4f}, {r.hi:+.4f}] | "
+                     f"{r.p_signflip:.3f} | {r.seeds_up}/{r.seeds} | {r.verdict} |")  # fmt: skip
+    path = run.path / "summary.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
+    p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
+    p.add_argument("--out", type=Path, default=None, help=f"run folder (default runs/{NAME}/<profile>)")
+    p.add_argument("--seeds", type=int, default=None, help="seeds per arm: 0..N-1 (default: the profile's)")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    p.add_argument("--overwrite", action="store_true", help="replace a run folder holding a different config")
+    p.add_argument("--publish", action="store_true", help=f"copy figure and tables to paper_figures/{NAME}/")
+    args = p.parse_args(argv)
+    prof = PROFILES[args.profile]
+    if args.seeds is not None:
+        if args.seeds < 2:
+            p.error("--seeds must be >= 2 (paired statistics over seeds)")
+        prof = replace(prof, seeds=args.seeds)
+    run = RunDir(args.out or Path("runs") / NAME / args.profile, {"profile": args.profile, **asdict(prof)},
+                 overwrite=args.overwrite)  # fmt: skip
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    torch.set_num_threads(max(1, args.threads))
+    t0 = time.perf_counter()
+
+    train, test = stage_data(run, prof)
+    sft = stage_sft(run, prof.sft_profile(), train)
+    evals = {("start", 0, -1, 0): stage_eval(run, prof, sft, test, "start")}
+    grid = [(G, s, a) for G in prof.group_sizes for s in range(prof.seeds) for a in arms(prof)]
+    for G, seed, (arm, ratio, placebo) in tqdm(grid, desc=NAME, unit="run"):
+        final = stage_rl(run, prof, sft, train, arm, ratio, placebo, G, seed)
+        name = f"{arm}_g{G}_s{seed}"
+        evals[(arm, G, seed, prof.rl_steps)] = stage_eval(run, prof, final, test, name)
+        if arm == "grpo":
+            for step in set(prof.checkpoint_steps()) - {0, prof.rl_steps}:
+                ckpt = run.path / "models" / f"{name}_ckpt" / f"step{step}"
+                evals[(arm, G, seed, step)] = stage_eval(run, prof, ckpt, test, f"{name}_step{step}")
+
+    df = results_frame(prof, evals)
+    df.to_csv(run.path / "results.csv", index=False)
+    con = contrasts(df, prof)
+    con.to_csv(run.path / "contrasts.csv", index=False)
+    files = [figure_frontier(run, prof, df), summary_table(run, prof, con, args.profile),
+             run.path / "results.csv", run.path / "contrasts.csv"]  # fmt: skip
+    write_json(run.path / "timing.json", {"wall_s_this_call": time.perf_counter() - t0})
+    print((run.path / "summary.md").read_text())
+    print(f"wall time {time.perf_counter() - t0:.1f} s; results in {run.path}")
+    if args.publish:
+        print(f"published to {publish(files, PAPER_FIGURES / NAME)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

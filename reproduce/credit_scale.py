@@ -1,0 +1,172 @@
+"""How large is the SetPO credit beside the advantage on a real LM? SmolLM2-135M-Instruct rollouts on GSM8K.
+
+    python -m reproduce credit_scale --profile quick|full [--out DIR] [--overwrite] [--publish]
+
+The paper's lambda (0.05-0.5) is a raw weight on s_i; what it does depends on |s_i| beside |A_bar_i|, and |s_i|
+shrinks as G grows. This samples G completions per GSM8K test question from SmolLM2-135M-Instruct (the offline
+copy, `setpo.models`), scores them with math-verify, and reports, per embedder and group size (the first G
+samples of each question): mean |s|, mean |A_bar| over groups whose rewards differ (TRL's z-scored group
+advantage), the shaping ratio mean|lambda s| / mean|A_bar| at the paper's lambdas, and the lambda that a target
+ratio of 0.1 or 0.3 needs. The embedders see the completion's full text, as the paper's do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from reproduce.common import PAPER_FIGURES, RunDir, publish
+
+NAME = "credit_scale"
+PAPER_LAMBDAS = (0.05, 0.1, 0.5)
+TARGET_RATIOS = (0.1, 0.3)
+
+
+@dataclass(frozen=True)
+class CreditScaleProfile:
+    """Sizes: questions, samples per question (the largest G), tokens per completion, group sizes reported."""
+
+    questions: int = 16
+    samples: int = 8
+    max_new_tokens: int = 96
+    group_sizes: tuple[int, ...] = (3, 6, 8)
+    embedders: tuple[str, ...] = ("minilm", "hashed")
+    temperature: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.questions < 1 or self.max_new_tokens < 1:
+            raise ValueError("questions and max_new_tokens must be >= 1")
+        if any(G < 3 or G > self.samples for G in self.group_sizes):
+            raise ValueError(f"group sizes must lie in 3..samples={self.samples}, got {self.group_sizes}")
+
+
+PROFILES = {
+    "smoke": CreditScaleProfile(questions=2, samples=3, max_new_tokens=8, group_sizes=(3,), embedders=("hashed",)),
+    "quick": CreditScaleProfile(),
+    "full": CreditScaleProfile(questions=64, samples=8, max_new_tokens=192),
+}
+
+
+def benchmark_dir() -> Path:
+    """The offline benchmark copies: $SETPO_BENCHMARK_DIR, else ../shared/data/benchmarks beside the repository."""
+    env = os.environ.get("SETPO_BENCHMARK_DIR")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks"
+
+
+def stage_samples(run: RunDir, prof: CreditScaleProfile) -> dict:
+    """Completions and their correctness (math-verify against the GSM8K gold after ####)."""
+    if run.done("samples"):
+        return run.load("samples")
+    from setpo.data.prompts import math_messages
+    from setpo.eval.generate import HFGenerator, SamplingConfig
+    from setpo.eval.verify import MathVerifier
+    from setpo.models import load_pretrained
+
+    path = benchmark_dir() / "gsm8k" / "test.jsonl"
+    if not path.is_file():
+        raise SystemExit(f"GSM8K copy not found at {path}; set SETPO_BENCHMARK_DIR to the benchmarks folder")
+    rows = [json.loads(line) for line in path.read_text().splitlines()[: prof.questions]]
+    model, tok = load_pretrained("smollm2-135m-instruct")
+    t0 = time.perf_counter()
+    cfg = SamplingConfig(n=prof.samples, temperature=prof.temperature, top_p=1.0, max_new_tokens=prof.max_new_tokens,
+                         batch_size=64, seed=prof.seed)  # fmt: skip
+    completions = HFGenerator(model, tok, cfg)([math_messages(r["question"]) for r in rows])
+    verify = MathVerifier()
+    golds = [r["answer"].split("####")[-1].strip().replace(",", "") for r in rows]
+    correct = [[bool(verify(c, g)) for c in row] for row, g in zip(completions, golds)]
+    result = {"completions": completions, "correct": correct, "golds": golds, "wall_s": time.perf_counter() - t0}
+    run.save("samples", result)
+    return result
+
+
+def credit_scale(completions: list[list[str]], correct: list[list[bool]], embedder, G: int) -> dict:
+    """Mean |s|, mean |A_bar| (groups with differing rewards), and the ratios, for the first G samples per question."""
+    from setpo.core import cosine_kernel, group_advantages, loo_credits
+
+    texts = [c for row in completions for c in row[:G]]
+    emb = torch.as_tensor(embedder(texts), dtype=torch.float64).reshape(len(completions), G, -1)
+    s = loo_credits(cosine_kernel(emb))  # (B, G): eq. 5 per group
+    rewards = torch.tensor([[float(x) for x in row[:G]] for row in correct], dtype=torch.float64)
+    adv = group_advantages(rewards.reshape(-1), G).reshape(-1, G)
+    varied = rewards.std(dim=1) > 0
+    mean_s = float(s.abs().mean())
+    mean_a = float(adv[varied].abs().mean()) if bool(varied.any()) else float("nan")
+    out = {"G": G, "groups": len(completions), "groups_with_reward_variance": int(varied.sum()),
+           "mean_abs_s": mean_s, "median_abs_s": float(s.abs().median()), "max_abs_s": float(s.abs().max()),
+           "mean_abs_A": mean_a}  # fmt: skip
+    # Groups without reward variance have A_bar = 0 (TRL), so the ratio is taken where A_bar is defined.
+    mean_s_varied = float(s[varied].abs().mean()) if bool(varied.any()) else mean_s
+    ref = mean_a if np.isfinite(mean_a) else 1.0  # a z-scored group's mean |A| is close to 1 when none varies
+    out["reference_abs_A"] = ref
+    for lam in PAPER_LAMBDAS:
+        out[f"ratio_at_lambda_{lam:g}"] = lam * mean_s_varied / ref
+    for r in TARGET_RATIOS:
+        out[f"lambda_for_ratio_{r:g}"] = r * ref / mean_s_varied if mean_s_varied > 0 else float("inf")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
+    p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
+    p.add_argument("--out", type=Path, default=None, help=f"run folder (default runs/{NAME}/<profile>)")
+    p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    p.add_argument("--overwrite", action="store_true", help="replace a run folder holding a different config")
+    p.add_argument("--publish", action="store_true", help=f"copy the table to paper_figures/{NAME}/")
+    args = p.parse_args(argv)
+    prof = PROFILES[args.profile]
+    run = RunDir(args.out or Path("runs") / NAME / args.profile, {"profile": args.profile, **asdict(prof)},
+                 overwrite=args.overwrite)  # fmt: skip
+    torch.set_num_threads(max(1, args.threads))
+    from setpo.embedders import build_embedder
+
+    samples = stage_samples(run, prof)
+    rows = []
+    for name in prof.embedders:
+        embedder = build_embedder(name)
+        for G in prof.group_sizes:
+            rows.append({"embedder": name, **credit_scale(samples["completions"], samples["correct"], embedder, G)})
+    accuracy = float(np.mean(samples["correct"]))
+    lines = [
+        "# SetPO credit beside the advantage: SmolLM2-135M-Instruct on GSM8K",
+        "",
+        f"Command: `python -m reproduce {NAME} --profile {args.profile}`. {prof.questions} GSM8K test questions x "
+        f"{prof.samples} samples (T {prof.temperature:g}, {prof.max_new_tokens} new tokens), accuracy "
+        f"{accuracy:.3f}; groups = the first G samples of each question; embedders see the full completion. "
+        "|A_bar| is TRL's z-scored group advantage, averaged over groups whose rewards differ (where no group "
+        "differs, 1.0 stands in).",
+        "",
+        "| embedder | G | groups varied | mean abs s | max abs s | mean abs A_bar | "
+        + " | ".join(f"ratio at lambda {lam:g}" for lam in PAPER_LAMBDAS)
+        + " | "
+        + " | ".join(f"lambda for ratio {r:g}" for r in TARGET_RATIOS)
+        + " |",
+        "|---" * (6 + len(PAPER_LAMBDAS) + len(TARGET_RATIOS)) + "|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['embedder']} | {r['G']} | {r['groups_with_reward_variance']}/{r['groups']} | "
+            f"{r['mean_abs_s']:.4f} | {r['max_abs_s']:.4f} | {r['mean_abs_A']:.3f} | "
+            + " | ".join(f"{r[f'ratio_at_lambda_{lam:g}']:.4f}" for lam in PAPER_LAMBDAS)
+            + " | "
+            + " | ".join(f"{r[f'lambda_for_ratio_{t:g}']:.2f}" for t in TARGET_RATIOS)
+            + " |"
+        )
+    (run.path / "credit_scale.md").write_text("\n".join(lines) + "\n")
+    (run.path / "credit_scale.json").write_text(json.dumps(rows, indent=2) + "\n")
+    print("\n".join(lines))
+    if args.publish:
+        files = [run.path / "credit_scale.md", run.path / "credit_scale.json"]
+        print(f"published to {publish(files, PAPER_FIGURES / NAME)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
