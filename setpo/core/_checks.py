@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 # 16-bit inputs are computed in float32: their own eps (2^-8 for bfloat16) turns credits of order 1e-4 into noise.
-LOW_PRECISION = (torch.float16, torch.bfloat16)
+_EPS = {dtype: torch.finfo(dtype).eps for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64)}
 
 
 def as_float_tensor(x, name: str) -> torch.Tensor:
@@ -13,6 +13,8 @@ def as_float_tensor(x, name: str) -> torch.Tensor:
 
     TypeError when `x` is not array-like at all (None, strings, objects); ValueError for integer or complex dtypes.
     """
+    if isinstance(x, torch.Tensor) and x.is_floating_point():
+        return x
     if isinstance(x, (str, bytes)) or x is None:
         raise TypeError(f"{name} must be a floating-point tensor or array, got {type(x).__name__}")
     try:
@@ -27,8 +29,13 @@ def as_float_tensor(x, name: str) -> torch.Tensor:
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The dtype the core computes in: float32 for float16/bfloat16 input, else the input's own dtype."""
-    return torch.float32 if dtype in LOW_PRECISION else dtype
+    """The dtype the core computes in: float32 for float16/bfloat16 (any float under 32 bits), else the input's."""
+    return torch.float32 if dtype.itemsize < 4 else dtype
+
+
+def _eps(dtype: torch.dtype) -> float:
+    eps = _EPS.get(dtype)
+    return torch.finfo(dtype).eps if eps is None else eps
 
 
 def check_finite(t: torch.Tensor, name: str) -> None:
@@ -42,7 +49,7 @@ def check_finite(t: torch.Tensor, name: str) -> None:
 
 def range_tolerance(dtype: torch.dtype) -> float:
     """Rounding allowed outside [-1, 1]: 16 ulps of 1 in `dtype`."""
-    return 16 * torch.finfo(dtype).eps
+    return 16 * _eps(dtype)
 
 
 def asymmetry_tolerance(dtype: torch.dtype) -> float:
@@ -52,8 +59,7 @@ def asymmetry_tolerance(dtype: torch.dtype) -> float:
     so a kernel from an unsymmetrised Gram matrix passes up to d ~ 4096. 2 ulps for float16/bfloat16 (2e-3 and
     1.6e-2): their matmuls accumulate in float32 and round once, and 64 of their ulps would accept gross asymmetry.
     """
-    eps = torch.finfo(dtype).eps
-    return (2 if dtype in LOW_PRECISION else 64) * eps
+    return (2 if dtype.itemsize < 4 else 64) * _eps(dtype)
 
 
 def kernel_violation(
