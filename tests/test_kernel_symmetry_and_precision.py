@@ -124,9 +124,21 @@ def test_every_layout_and_size_matches_algorithm_1(G, kind):
     torch.testing.assert_close(loo_credits(K.float()).double(), loo_credits(K), rtol=0, atol=2e-5)
 
 
-def test_negative_kernel_takes_the_general_path():
-    K = cosine_kernel(torch.randn(3, 7, 5, dtype=torch.float64), clamp=False)
+@pytest.mark.parametrize("G", [7, 40])
+def test_negative_kernel_takes_the_general_path(G):
+    K = cosine_kernel(torch.randn(3, G, 5, dtype=torch.float64), clamp=False)
     torch.testing.assert_close(loo_credits(K), loo_credits_reference(K), rtol=0, atol=1e-12)
+
+
+def test_a_bad_or_negative_group_in_the_last_chunk_is_seen():
+    """G = 40 runs in chunks of 81 groups: a negative or NaN group at the end must still be handled."""
+    e = torch.randn(200, 40, 8, dtype=torch.float64)
+    K = cosine_kernel(e)
+    K[-1] = cosine_kernel(e[-1], clamp=False)
+    torch.testing.assert_close(loo_credits(K), loo_credits_reference(K), rtol=0, atol=1e-12)
+    K[-1, 3, 5] = float("nan")
+    with pytest.raises(ValueError, match="NaN"):
+        loo_credits(K)
 
 
 def test_input_kernel_is_not_modified():
