@@ -43,9 +43,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from reproduce.common import PAPER_FIGURES, RunDir, publish, save_figure, write_json
+from reproduce.common import PAPER_FIGURES, RunDir, publish, write_json
 from reproduce.countdown import CountdownProfile, stage_sft
-from reproduce.stats import bootstrap_ci, frontier_at, sign_flip_pvalue, verdict
+from reproduce.evidence import analyse, arms, checkpoint_callback
 from setpo.tasks.countdown import (
     AnswerEmbedder,
     CountdownProblem,
@@ -135,12 +135,6 @@ PROFILES = {
 }  # fmt: skip
 
 
-def arms(prof: EvidenceProfile) -> list[tuple[str, float, bool]]:
-    """(name, target ratio, placebo) of every arm; GRPO has ratio 0."""
-    out = [("grpo", 0.0, False)] + [(f"setpo_r{r:g}", r, False) for r in prof.ratios]
-    return out + [(f"placebo_r{prof.placebo_ratio:g}", prof.placebo_ratio, True)]
-
-
 # --------------------------------------------------------------------------- stages
 
 
@@ -174,18 +168,6 @@ def stage_data(run: RunDir, prof: EvidenceProfile) -> tuple[list[CountdownProble
             write_json(run.path / f"{split}.json", rows)
         run.save("data", {"n_train": len(train), "n_test": len(test), "pool": len(pool), "rich": len(rich)})
     return load_problems(run.path / "train.json"), load_problems(run.path / "test.json")
-
-
-def _checkpoint_callback(steps: set[int], folder: Path, tokenizer):
-    from transformers import TrainerCallback
-
-    class SaveAt(TrainerCallback):
-        def on_step_end(self, args, state, control, model=None, **kwargs):
-            if state.global_step in steps:
-                model.save_pretrained(folder / f"step{state.global_step}")
-                tokenizer.save_pretrained(folder / f"step{state.global_step}")
-
-    return SaveAt()
 
 
 def stage_rl(run: RunDir, prof: EvidenceProfile, sft: Path, train, arm: str, ratio: float, placebo: bool, G: int,
@@ -231,7 +213,7 @@ def stage_rl(run: RunDir, prof: EvidenceProfile, sft: Path, train, arm: str, rat
     callbacks = []
     if arm == "grpo":
         steps = set(prof.checkpoint_steps()) - {0, prof.rl_steps}
-        callbacks.append(_checkpoint_callback(steps, run.path / "models" / f"{name}_ckpt", tok))
+        callbacks.append(checkpoint_callback(steps, run.path / "models" / f"{name}_ckpt", tok))
     t0 = time.perf_counter()
     trainer = SetPOTrainer(
         model=model,
@@ -291,126 +273,6 @@ def stage_eval(run: RunDir, prof: EvidenceProfile, model_path: Path, test, name:
     return run.load(f"eval_{name}")["metrics"]
 
 
-# --------------------------------------------------------------------------- analysis
-
-
-def results_frame(prof: EvidenceProfile, evals: dict):
-    """One row per (evaluated model, decoding): G, seed, arm, GRPO step, pass@k, distinct, width."""
-    import pandas as pd
-
-    rows = []
-    for (arm, G, seed, step), metrics in evals.items():
-        for dec, m in metrics.items():
-            row = {"arm": arm, "G": G, "seed": seed, "step": step, "decoding": dec, "distinct": m["distinct"],
-                   "width": m["width"]}  # fmt: skip
-            row.update({f"pass@{k}": v for k, v in m["pass@k"].items()})
-            rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def paired(G: int, decoding: str, claim: str, metric: str, diffs, decides: bool = True) -> dict:
-    """One contrast row: mean paired difference, 95% bootstrap CI, sign-flip p, seeds up, and the verdict when the
-    contrast is one of the decision rule's claims (descriptive contrasts such as the pass@1 cost get none)."""
-    mean, lo, hi = bootstrap_ci(diffs)
-    return {"G": G, "decoding": decoding, "claim": claim, "metric": metric, "mean": mean, "lo": lo, "hi": hi,
-            "p_signflip": sign_flip_pvalue(diffs), "seeds_up": int(np.sum(np.asarray(diffs) > 0)),
-            "seeds": len(diffs), "verdict": verdict(lo, hi) if decides else "-"}  # fmt: skip
-
-
-def contrasts(df, prof: EvidenceProfile):
-    """Every pre-registered contrast (module docstring) per G and decoding, paired by seed."""
-    import pandas as pd
-
-    kmax = f"pass@{prof.eval_n}"
-    r = f"{prof.placebo_ratio:g}"
-    out = []
-    for G in prof.group_sizes:
-        for dec in df.decoding.unique():
-            d = df[(df.G == G) & (df.decoding == dec)]
-            end = {a: d[(d.arm == a) & (d.step == prof.rl_steps)].set_index("seed") for a, _, _ in arms(prof)}
-            start = df[(df.arm == "start") & (df.decoding == dec)].iloc[0]
-            seeds = sorted(end["grpo"].index)
-
-            def diff(a: str, b: str, metric: str, end=end, seeds=seeds) -> list[float]:
-                return [end[a].loc[s, metric] - end[b].loc[s, metric] for s in seeds]
-
-            regime = [end["grpo"].loc[s, kmax] - start[kmax] for s in seeds]
-            out.append(paired(G, dec, "GRPO raises pass@n over its start (regime check)", kmax, regime))
-            for arm, _, _ in arms(prof)[1:]:
-                gaps = []
-                for s in seeds:
-                    path = d[(d.arm == "grpo") & (d.seed == s)]
-                    pts = [(start["pass@1"], start[kmax])] + list(zip(path["pass@1"], path[kmax]))
-                    gaps.append(end[arm].loc[s, kmax] - frontier_at(pts, end[arm].loc[s, "pass@1"]))
-                out.append(paired(G, dec, f"{arm} lies above GRPO's frontier", f"{kmax} gap", gaps))
-                for metric in ("pass@1", kmax, "distinct"):
-                    diffs = diff(arm, "grpo", metric)
-                    out.append(paired(G, dec, f"{arm} minus GRPO end point", metric, diffs, decides=False))
-            for metric in ("pass@1", kmax, "distinct"):
-                claim = f"setpo_r{r} beats placebo_r{r}"
-                diffs = diff(f"setpo_r{r}", f"placebo_r{r}", metric)
-                out.append(paired(G, dec, claim, metric, diffs, decides=metric == kmax))
-    return pd.DataFrame(out)
-
-
-def figure_frontier(run: RunDir, prof: EvidenceProfile, df) -> Path:
-    """(pass@1, pass@n) per G and decoding: GRPO's path (mean over seeds), every arm's end point with 95% CIs."""
-    import matplotlib.pyplot as plt
-
-    kmax = f"pass@{prof.eval_n}"
-    decs = list(df.decoding.unique())
-    fig, axes = plt.subplots(len(prof.group_sizes), len(decs), figsize=(5 * len(decs), 4 * len(prof.group_sizes)),
-                             squeeze=False)  # fmt: skip
-    colors = {"grpo": "C0", "start": "grey"} | {a: f"C{i + 1}" for i, (a, _, _) in enumerate(arms(prof)[1:])}
-    for r, G in enumerate(prof.group_sizes):
-        for c, dec in enumerate(decs):
-            ax, d = axes[r][c], df[(df.decoding == dec) & ((df.G == G) | (df.arm == "start"))]
-            start = d[d.arm == "start"]
-            path = d[d.arm == "grpo"].groupby("step")[["pass@1", kmax]].mean()
-            path = [(float(start["pass@1"].iloc[0]), float(start[kmax].iloc[0]))] + list(path.itertuples(index=False))
-            ax.plot(*zip(*path), "-o", color=colors["grpo"], label="GRPO path (checkpoints, mean over seeds)")
-            ax.plot(start["pass@1"], start[kmax], "s", color="grey", ms=9, label="start (SFT)")
-            for arm, _, _ in arms(prof)[1:]:
-                e = d[(d.arm == arm) & (d.step == prof.rl_steps)]
-                x, y = e["pass@1"].to_numpy(), e[kmax].to_numpy()
-                if len(x) > 1:
-                    (_, xl, xh), (_, yl, yh) = bootstrap_ci(x), bootstrap_ci(y)
-                    xerr, yerr = [[x.mean() - xl], [xh - x.mean()]], [[y.mean() - yl], [yh - y.mean()]]
-                    ax.errorbar(x.mean(), y.mean(), xerr=xerr, yerr=yerr, fmt="D", color=colors[arm], label=arm)
-                else:
-                    ax.plot(x, y, "D", color=colors[arm], label=arm)
-            ax.set_title(f"G={G}, {dec} ({prof.seeds} seeds)", fontsize=9)
-            ax.set_xlabel("pass@1")
-            ax.set_ylabel(kmax)
-            ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    path = save_figure(fig, run.path / "frontier", df)
-    plt.close(fig)
-    return path
-
-
-def summary_table(run: RunDir, prof: EvidenceProfile, con, label: str) -> Path:
-    """Markdown: one line per claim with its CI, p-value, verdict and the command that produced it."""
-    lines = [
-        "# Does SetPO beat GRPO's frontier and a placebo? (Countdown, tiny LM)",
-        "",
-        f"Command: `{COMMAND.format(profile=label)}`. {prof.seeds} seeds per arm, paired by seed; "
-        f"{prof.n_test} test problems x n={prof.eval_n}; RL {prof.rl_steps} steps x {prof.prompts_per_step} prompts; "
-        f"start: {prof.sft_steps} SFT steps. Mean paired difference [95% bootstrap CI], exact sign-flip p, seeds "
-        "with a positive difference. Verdict: confirmed (CI above 0), refuted (CI at or below 0), inconclusive.",
-        "",
-        "| G | decoding | claim | metric | mean [95% CI] | p | seeds up | verdict |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in con.itertuples():
-        lines.append(f"| {r.G} | {r.decoding} | {r.claim} | {r.metric} | {r.mean:+.4f} [{r.lo:+.4f}, {r.hi:+.4f}] | "
-                     f"{r.p_signflip:.3f} | {r.seeds_up}/{r.seeds} | {r.verdict} |")  # fmt: skip
-    path = run.path / "summary.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 # --------------------------------------------------------------------------- entry point
 
 
@@ -447,12 +309,12 @@ def main(argv: list[str] | None = None) -> int:
                 ckpt = run.path / "models" / f"{name}_ckpt" / f"step{step}"
                 evals[(arm, G, seed, step)] = stage_eval(run, prof, ckpt, test, f"{name}_step{step}")
 
-    df = results_frame(prof, evals)
-    df.to_csv(run.path / "results.csv", index=False)
-    con = contrasts(df, prof)
-    con.to_csv(run.path / "contrasts.csv", index=False)
-    files = [figure_frontier(run, prof, df), summary_table(run, prof, con, args.profile),
-             run.path / "results.csv", run.path / "contrasts.csv"]  # fmt: skip
+    setting = (
+        f"Command: `{COMMAND.format(profile=args.profile)}`. {prof.seeds} seeds per arm, paired by seed; "
+        f"{prof.n_test} test problems x n={prof.eval_n}; RL {prof.rl_steps} steps x {prof.prompts_per_step} prompts; "
+        f"start: tiny char-level LM after {prof.sft_steps} SFT steps."
+    )
+    files = analyse(run, prof, evals, "Does SetPO beat GRPO's frontier and a placebo? (Countdown, tiny LM)", setting)
     write_json(run.path / "timing.json", {"wall_s_this_call": time.perf_counter() - t0})
     print((run.path / "summary.md").read_text())
     print(f"wall time {time.perf_counter() - t0:.1f} s; results in {run.path}")

@@ -12,6 +12,7 @@ import torch
 
 from reproduce import countdown_evidence as ce
 from reproduce import credit_scale as cs
+from reproduce import evidence
 from reproduce.stats import frontier_at
 from setpo.core import cosine_kernel, group_advantages, loo_credits_reference
 from setpo.metrics import pass_at_k
@@ -29,7 +30,7 @@ def test_every_arm_and_seed_ran_from_one_start(evidence_run):
     steps = {p.stem for p in (evidence_run / "steps").glob("*.json")}
     for G in prof.group_sizes:
         for seed in range(prof.seeds):
-            for arm, ratio, placebo in ce.arms(prof):
+            for arm, ratio, placebo in evidence.arms(prof):
                 rl = json.loads((evidence_run / "steps" / f"rl_{arm}_g{G}_s{seed}.json").read_text())
                 assert (rl["ratio"], rl["placebo"], rl["seed"]) == (ratio, placebo, seed)
                 if ratio > 0:  # the trainer set lambda from the target ratio and logged it
@@ -51,7 +52,7 @@ def test_contrasts_recompute_from_per_problem_counts(evidence_run):
     for seed in range(prof.seeds):
         ev = {
             arm: json.loads((evidence_run / "steps" / f"eval_{arm}_g{G}_s{seed}.json").read_text())["metrics"][dec]
-            for arm, _, _ in ce.arms(prof)
+            for arm, _, _ in evidence.arms(prof)
         }
         for m in [start, *ev.values()]:  # pass@k from the saved counts, independently of the run's own numbers
             c = np.asarray(m["n_correct"])
