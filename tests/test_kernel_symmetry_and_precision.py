@@ -115,11 +115,12 @@ def test_low_precision_kernel_is_computed_in_float32(dtype):
 # --- the fast paths agree with the general one ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("G", [3, 6, 24, 25, 64, 130])
+@pytest.mark.parametrize("G", [3, 6, 20, 21, 30, 32, 64, 130])
 @pytest.mark.parametrize("kind", ["embedding", "near_duplicates", "ones", "identity", "sparse"])
 def test_every_layout_and_size_matches_algorithm_1(G, kind):
-    """Batch-last (G <= 24), chunked product (G > 24) and the log-sum fallback (G > 125 in float32)."""
-    K = make_kernel(kind, G, np.random.default_rng(G), batch=(70,) if G <= 64 else (3,))
+    """Batch-last scaled (G <= 20) and unscaled (G <= 31, two chunks at G = 30), chunked product in K's layout
+    (G >= 32) and the log-sum fallback (G > 125 in float32)."""
+    K = make_kernel(kind, G, np.random.default_rng(G), batch=(600,) if G == 30 else (70,) if G <= 64 else (3,))
     torch.testing.assert_close(loo_credits(K), loo_credits_reference(K), rtol=0, atol=1e-12)
     torch.testing.assert_close(loo_credits(K.float()).double(), loo_credits(K), rtol=0, atol=2e-5)
 
