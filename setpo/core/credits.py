@@ -126,10 +126,10 @@ def _neglog1p_batch_last(K: torch.Tensor, given_dtype: torch.dtype) -> torch.Ten
     scaled = G * math.log2(2 * G) <= _LOG2_MAX[K.dtype] - 4
     parts = []
     size = max(1, BATCH_LAST_CHUNK_ENTRIES // (G * G))
-    for start in range(0, flat.shape[0], size):  # slices: Tensor.split costs microseconds in Python here
-        Kp = (
-            flat[start : start + size].t().clone(memory_format=torch.contiguous_format).view(G, G, -1)
-        )  # Kp[j, i, b] = K[b, j, i]
+    n = flat.shape[0]
+    for start in range(0, n, size):  # narrow: Tensor.split and indexing cost microseconds, which count at small G
+        chunk = flat if size >= n else flat.narrow(0, start, min(size, n - start))
+        Kp = chunk.t().clone(memory_format=torch.contiguous_format).view(G, G, -1)  # Kp[j, i, b] = K[b, j, i]
         work = torch.sub(Kp, Kp.transpose(0, 1))  # antisymmetric: its max is max |K - K^T|
         lo, hi, asym = Kp.amin().item(), Kp.amax().item(), work.amax().item()  # amin + amax beat aminmax here
         kernel_violation(lo, hi, asym, given_dtype, K)
