@@ -11,7 +11,7 @@ import time
 
 # Experiments the all-in-one profiles run, in order (module names under reproduce/).
 EXPERIMENTS = ["toy_bandit", "countdown", "overhead", "gapo_lists"]
-AVAILABLE = EXPERIMENTS + ["math_pipeline", "countdown_evidence", "credit_scale"]
+AVAILABLE = EXPERIMENTS + ["math_pipeline", "countdown_evidence", "credit_scale", "smollm2_primes"]
 
 
 def _run(name: str, argv: list[str]) -> int:

@@ -1,0 +1,290 @@
+"""Does SetPO beat GRPO's frontier and a placebo on a real pretrained LM? SmolLM2-135M-Instruct naming primes.
+
+    python -m reproduce smollm2_primes --profile quick|full [--seeds N] [--out DIR] [--overwrite] [--publish]
+
+Design (fixed before the runs; the profile sets the sizes)
+* Model: SmolLM2-135M-Instruct (the offline copy, `setpo.models`), trained with LoRA (r 16 on q, k, v, o).
+* Task: "Name a prime number between lo and hi. / The prime number is " (plain text, no chat template: short
+  prompts keep a CPU step affordable). The first integer of the completion is the answer; reward 1 when it is a
+  prime strictly between lo and hi, else 0. Many answers are valid (about 7 primes per window of 30), the model
+  is narrow (about 1 distinct valid answer in 16 samples) and often wrong (pass@1 about 0.1): chosen by
+  measuring candidate tasks (sums, multiples, primes) on this model.
+* Train windows: widths 20 and 40 at every lo in 0..95; test windows: width 30 at 12 fixed lo (no test prompt
+  is a training prompt).
+* Arms from the same start, same seeds, same budget: GRPO; SetPO+GRPO with lambda set every step so that
+  mean|lambda s| / mean|A_bar| = r for r in `ratios`; a placebo at `placebo_ratio` (credits permuted across groups).
+* Kernel: a one-hot hashed embedding of the answer (its first integer; the text when there is none), so the
+  kernel says "same answer" or not.
+* GRPO's frontier: GRPO's LoRA adapter saved at `frontier_points` evenly spaced steps and evaluated.
+* Evaluation: n samples per test window at T 0.5 / top-p 0.9 (the paper's) and T 1.0 / top-p 1.0.
+* Metrics: pass@1, pass@k (k = 1, 2, 4, ..., n), distinct valid primes per window, width (windows with >= 2).
+* Statistics and decision rule: as in `reproduce.evidence` (paired over seeds, bootstrap CI, sign-flip test;
+  frontier gap and SetPO minus placebo in pass@n decide; the regime check says whether GRPO raised pass@n).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from reproduce.common import PAPER_FIGURES, RunDir, publish, write_json
+from reproduce.evidence import analyse, arms, checkpoint_callback
+from setpo.models import load_pretrained
+
+NAME = "smollm2_primes"
+MODEL = "smollm2-135m-instruct"
+COMMAND = "python -m reproduce smollm2_primes --profile {profile}"
+PROMPT = "Name a prime number between {lo} and {hi}.\nThe prime number is "
+TEST_LOS = (5, 13, 22, 31, 40, 49, 57, 64, 72, 81, 88, 95)
+TEST_WIDTH = 30
+TRAIN_WIDTHS = (20, 40)
+
+
+@dataclass(frozen=True)
+class PrimesProfile:
+    """Sizes of one run of the experiment (the design is in the module docstring)."""
+
+    n_test: int = 12
+    group_sizes: tuple[int, ...] = (6,)
+    seeds: int = 2
+    rl_steps: int = 4
+    prompts_per_step: int = 4
+    rl_lr: float = 2e-4
+    lora_r: int = 16
+    ratios: tuple[float, ...] = (0.3,)
+    placebo_ratio: float = 0.3
+    frontier_points: int = 2
+    max_completion_length: int = 8
+    eval_n: int = 16
+    decodings: tuple[tuple[float, float], ...] = ((0.5, 0.9), (1.0, 1.0))
+    eval_batch_size: int = 192
+
+    def __post_init__(self):
+        if not 1 <= self.n_test <= len(TEST_LOS):
+            raise ValueError(f"n_test must be in 1..{len(TEST_LOS)}, got {self.n_test}")
+        if self.placebo_ratio not in self.ratios or any(not r > 0 for r in self.ratios):
+            raise ValueError(f"ratios must be > 0 and hold placebo_ratio, got {self.ratios} / {self.placebo_ratio}")
+        if min(self.group_sizes) < 3 or self.seeds < 1 or self.rl_steps < 1 or self.frontier_points < 2:
+            raise ValueError("group sizes >= 3, seeds >= 1, rl_steps >= 1 and frontier_points >= 2 are needed")
+
+    def checkpoint_steps(self) -> list[int]:
+        """GRPO steps whose adapters trace the frontier (0 is the start itself)."""
+        return sorted({round(j * self.rl_steps / (self.frontier_points - 1)) for j in range(self.frontier_points)})
+
+
+PROFILES = {
+    "smoke": PrimesProfile(n_test=2, group_sizes=(3,), seeds=2, rl_steps=1, prompts_per_step=2, max_completion_length=4,
+                           eval_n=2, decodings=((1.0, 1.0),), lora_r=2),
+    "quick": PrimesProfile(),
+    "full": PrimesProfile(seeds=5, rl_steps=30, frontier_points=4, eval_n=32),
+}  # fmt: skip
+
+
+def first_integer(text: str) -> int | None:
+    """The first integer written in ``text`` (the answer), or None."""
+    m = re.search(r"\d+", text)
+    return int(m[0]) if m else None
+
+
+def is_prime(x: int) -> bool:
+    """Trial division (the numbers here are below a few hundred)."""
+    return x >= 2 and all(x % d for d in range(2, int(x**0.5) + 1))
+
+
+def valid_answer(text: str, lo: int, hi: int) -> int | None:
+    """The answer when it is a prime strictly between lo and hi, else None."""
+    x = first_integer(text)
+    return x if x is not None and lo < x < hi and is_prime(x) else None
+
+
+def primes_reward(completions, lo, hi, **_) -> list[float]:
+    """TRL reward: 1.0 when the first integer of the completion is a prime in (lo, hi), else 0.0."""
+    return [float(valid_answer(c, a, b) is not None) for c, a, b in zip(completions, lo, hi)]
+
+
+class AnswerOneHot:
+    """Embeds the answer (first integer; the whole text when there is none) as a one-hot hashed vector."""
+
+    def __init__(self):
+        from setpo.embedders import HashedNgramEmbedder
+
+        self.base = HashedNgramEmbedder(char_ngrams=(), word_ngrams=(1,))
+
+    def __call__(self, texts):
+        return self.base([str(x) if (x := first_integer(t)) is not None else (t.strip() or "<empty>") for t in texts])
+
+
+def windows(split: str, n_test: int) -> list[tuple[int, int]]:
+    """(lo, hi) of the train or test prompts."""
+    if split == "test":
+        return [(lo, lo + TEST_WIDTH) for lo in TEST_LOS[:n_test]]
+    return [(lo, lo + w) for w in TRAIN_WIDTHS for lo in range(0, 96)]
+
+
+def load_policy(adapter: Path | None = None):
+    """The start model, or the start model with a saved LoRA adapter merged in."""
+    model, tok = load_pretrained(MODEL)
+    if adapter is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    return model.eval(), tok
+
+
+def stage_rl(run: RunDir, prof: PrimesProfile, arm: str, ratio: float, placebo: bool, G: int, seed: int) -> Path:
+    """One LoRA RL run from the start model; GRPO also saves its frontier adapters. Returns the final adapter."""
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers.trainer_callback import PrinterCallback
+
+    from setpo.integrations.trl import SetPOConfig, SetPOTrainer
+
+    name = f"{arm}_g{G}_s{seed}"
+    out = run.path / "adapters" / name
+    if run.done(f"rl_{name}"):
+        return out
+    model, tok = load_pretrained(MODEL)
+    rows = [{"prompt": PROMPT.format(lo=lo, hi=hi), "lo": lo, "hi": hi} for lo, hi in windows("train", prof.n_test)]
+    setpo = {"setpo_lambda": 0.0}
+    if ratio > 0:
+        setpo = {"setpo_lambda": 1.0, "setpo_target_ratio": ratio, "setpo_placebo": placebo}
+    args = SetPOConfig(
+        output_dir=str(run.path / "trl" / name),
+        max_steps=prof.rl_steps,
+        per_device_train_batch_size=prof.prompts_per_step * G,
+        num_generations=G,
+        max_completion_length=prof.max_completion_length,
+        temperature=1.0,
+        learning_rate=prof.rl_lr,
+        lr_scheduler_type="constant",
+        gradient_checkpointing=False,  # TRL's default (True) recomputes activations: slower on a CPU, same result
+        seed=seed,
+        data_seed=seed,
+        setpo_embedder="hashed",
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        save_strategy="no",
+        logging_steps=1,
+        disable_tqdm=True,
+        **setpo,
+    )
+    callbacks = []
+    if arm == "grpo":
+        steps = set(prof.checkpoint_steps()) - {0, prof.rl_steps}
+        callbacks.append(checkpoint_callback(steps, run.path / "adapters" / f"{name}_ckpt", tok))
+    lora = {"r": prof.lora_r, "lora_alpha": 2 * prof.lora_r, "lora_dropout": 0.0, "task_type": "CAUSAL_LM",
+            "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}  # fmt: skip
+
+    t0 = time.perf_counter()
+    trainer = SetPOTrainer(
+        model=model,
+        reward_funcs=[primes_reward],
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tok,
+        callbacks=callbacks,
+        peft_config=LoraConfig(**lora),
+        embedder=AnswerOneHot() if ratio > 0 else None,
+    )
+    trainer.remove_callback(PrinterCallback)
+    trainer.train()
+    trainer.model.save_pretrained(out)
+    logs = [h for h in trainer.state.log_history if "reward" in h]
+    run.save(f"rl_{name}", {"arm": arm, "ratio": ratio, "placebo": placebo, "G": G, "seed": seed,
+                            "wall_s": time.perf_counter() - t0, "log": logs})  # fmt: skip
+    return out
+
+
+def evaluate(adapter: Path | None, prof: PrimesProfile) -> dict:
+    """Per decoding: per-window valid counts and distinct valid primes, pass@k, distinct, width."""
+    from setpo.eval.generate import HFGenerator, SamplingConfig
+    from setpo.metrics import pass_at_k
+
+    model, tok = load_policy(adapter)
+    tests = windows("test", prof.n_test)
+    prompts = [PROMPT.format(lo=lo, hi=hi) for lo, hi in tests]
+    ks = [k for k in (2**i for i in range(20)) if k <= prof.eval_n]
+    out = {}
+    for T, top_p in prof.decodings:
+        cfg = SamplingConfig(n=prof.eval_n, temperature=T, top_p=top_p, max_new_tokens=prof.max_completion_length,
+                             batch_size=prof.eval_batch_size, seed=0, use_chat_template=False)  # fmt: skip
+        samples = HFGenerator(model, tok, cfg, progress=False)(prompts)
+        answers = [[valid_answer(s, lo, hi) for s in row] for row, (lo, hi) in zip(samples, tests)]
+        n_correct = [sum(a is not None for a in row) for row in answers]
+        n_distinct = [len({a for a in row if a is not None}) for row in answers]
+        out[f"T{T:g}_p{top_p:g}"] = {
+            "n": prof.eval_n,
+            "n_correct": n_correct,
+            "n_distinct": n_distinct,
+            "pass@k": {str(k): float(np.mean(pass_at_k(prof.eval_n, np.asarray(n_correct), k))) for k in ks},
+            "distinct": float(np.mean(n_distinct)),
+            "width": int(sum(d >= 2 for d in n_distinct)),
+            "examples": [row[:4] for row in samples[:3]],
+        }
+    return out
+
+
+def stage_eval(run: RunDir, prof: PrimesProfile, adapter: Path | None, name: str) -> dict:
+    if not run.done(f"eval_{name}"):
+        t0 = time.perf_counter()
+        metrics = evaluate(adapter, prof)
+        run.save(f"eval_{name}", {"metrics": metrics, "wall_s": time.perf_counter() - t0})
+    return run.load(f"eval_{name}")["metrics"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
+    p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
+    p.add_argument("--out", type=Path, default=None, help=f"run folder (default runs/{NAME}/<profile>)")
+    p.add_argument("--seeds", type=int, default=None, help="seeds per arm: 0..N-1 (default: the profile's)")
+    p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    p.add_argument("--overwrite", action="store_true", help="replace a run folder holding a different config")
+    p.add_argument("--publish", action="store_true", help=f"copy figure and tables to paper_figures/{NAME}/")
+    args = p.parse_args(argv)
+    prof = PROFILES[args.profile]
+    if args.seeds is not None:
+        if args.seeds < 2:
+            p.error("--seeds must be >= 2 (paired statistics over seeds)")
+        prof = replace(prof, seeds=args.seeds)
+    run = RunDir(args.out or Path("runs") / NAME / args.profile, {"profile": args.profile, **asdict(prof)},
+                 overwrite=args.overwrite)  # fmt: skip
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    torch.set_num_threads(max(1, args.threads))
+    t0 = time.perf_counter()
+
+    evals = {("start", 0, -1, 0): stage_eval(run, prof, None, "start")}
+    grid = [(G, s, a) for G in prof.group_sizes for s in range(prof.seeds) for a in arms(prof)]
+    for G, seed, (arm, ratio, placebo) in tqdm(grid, desc=NAME, unit="run"):
+        final = stage_rl(run, prof, arm, ratio, placebo, G, seed)
+        name = f"{arm}_g{G}_s{seed}"
+        evals[(arm, G, seed, prof.rl_steps)] = stage_eval(run, prof, final, name)
+        if arm == "grpo":
+            for step in set(prof.checkpoint_steps()) - {0, prof.rl_steps}:
+                ckpt = run.path / "adapters" / f"{name}_ckpt" / f"step{step}"
+                evals[(arm, G, seed, step)] = stage_eval(run, prof, ckpt, f"{name}_step{step}")
+
+    setting = (
+        f"Command: `{COMMAND.format(profile=args.profile)}`. SmolLM2-135M-Instruct with LoRA r {prof.lora_r}; "
+        f"{prof.seeds} seeds per arm, paired by seed; {prof.n_test} test windows x n={prof.eval_n}; RL "
+        f"{prof.rl_steps} steps x {prof.prompts_per_step} prompts, lr {prof.rl_lr:g}."
+    )
+    files = analyse(run, prof, evals, "Does SetPO beat GRPO's frontier and a placebo? (SmolLM2-135M, primes)", setting)
+    write_json(run.path / "timing.json", {"wall_s_this_call": time.perf_counter() - t0})
+    print((run.path / "summary.md").read_text())
+    print(f"wall time {time.perf_counter() - t0:.1f} s; results in {run.path}")
+    if args.publish:
+        print(f"published to {publish(files, PAPER_FIGURES / NAME)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
