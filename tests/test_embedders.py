@@ -473,3 +473,23 @@ def test_models_on_cuda_return_cpu_float32(tiny):
     mask = torch.tensor([[1, 0], [1, 1]], device="cuda")
     pooled = mean_pool_hidden_states(torch.ones(2, 2, 3, device="cuda"), mask)
     assert pooled.device.type == "cuda" and torch.equal(pooled.cpu(), torch.ones(2, 3))
+
+
+def test_embed_texts_embeds_each_distinct_text_once():
+    from setpo.embedders import HashedNgramEmbedder, embed_texts
+
+    hashed = HashedNgramEmbedder()
+    seen: list[str] = []
+
+    def counting(texts):
+        seen.extend(texts)
+        return hashed(texts)
+
+    texts = ["a+b", "b+a", "a+b", "a+b", "c", "b+a", "c"]
+    out = embed_texts(counting, texts, batch_size=2)
+    assert sorted(seen) == ["a+b", "b+a", "c"]  # a collapsed group costs one call per distinct text
+    torch.testing.assert_close(out, torch.stack([hashed([t])[0] for t in texts]).float(), rtol=0, atol=0)
+    with pytest.raises(ValueError, match="single string"):
+        embed_texts(counting, "abc")
+    with pytest.raises(ValueError, match="NaN"):
+        embed_texts(lambda t: torch.full((len(t), 2), float("nan")), ["x"])

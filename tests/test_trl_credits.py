@@ -8,13 +8,13 @@ import torch
 import trl  # noqa: F401  (required: a broken install must fail, not skip)
 
 from setpo.core import cosine_kernel, loo_credits, set_diversity  # noqa: E402
-from setpo.embedders import HashedNgramEmbedder  # noqa: E402
+from setpo.embedders import HashedNgramEmbedder, embed_texts  # noqa: E402
 from setpo.integrations.trl import (  # noqa: E402
     completion_text,
     credits_for_local_rows,
     credits_for_local_rows_reference,
 )
-from setpo.integrations.trl.embedding import embed_texts, policy_embeddings, texts_for_embedding  # noqa: E402
+from setpo.integrations.trl.embedding import policy_embeddings, texts_for_embedding  # noqa: E402
 
 
 def single_process_credits(emb: torch.Tensor, G: int, clamp: bool = True, g: str = "neglog1p") -> torch.Tensor:

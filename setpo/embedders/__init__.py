@@ -16,6 +16,7 @@ from setpo.embedders.sentence_transformer import (
     default_offline_model_path,
     offline_minilm,
 )
+from setpo.embedders.texts import embed_texts
 
 __all__ = [
     "PAPER_MODEL",
@@ -31,6 +32,7 @@ __all__ = [
     "check_embeddings",
     "check_texts",
     "default_offline_model_path",
+    "embed_texts",
     "mean_pool_hidden_states",
     "mean_pool_hidden_states_reference",
     "offline_minilm",

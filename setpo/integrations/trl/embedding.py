@@ -7,7 +7,6 @@ from typing import Any, Sequence
 
 import torch
 
-from setpo.embedders.base import Embedder
 from setpo.integrations.trl.group_rewards import completion_text
 
 
@@ -20,24 +19,6 @@ def texts_for_embedding(prompts: Sequence[Any], completions: Sequence[Any], fiel
     if field == "prompt+completion":
         return [completion_text(p) + completion_text(c) for p, c in zip(prompts, completions)]
     raise ValueError(f"unknown embed field {field!r}; use 'completion' or 'prompt+completion'")
-
-
-def embed_texts(embedder: Embedder, texts: Sequence[str], batch_size: int) -> torch.Tensor:
-    """(N, d) float32 embeddings from ``embedder`` called on chunks of ``batch_size`` texts."""
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    chunks = []
-    for start in range(0, len(texts), batch_size):
-        part = list(texts[start : start + batch_size])
-        e = torch.as_tensor(embedder(part))
-        if e.dim() != 2 or e.shape[0] != len(part):
-            raise ValueError(f"embedder returned shape {tuple(e.shape)} for {len(part)} texts; expected (N, d)")
-        if not torch.is_floating_point(e):
-            raise ValueError(f"embedder returned dtype {e.dtype}; expected a floating tensor")
-        chunks.append(e.detach().float().cpu())
-    if not chunks:
-        raise ValueError("no texts to embed")
-    return torch.cat(chunks, dim=0)
 
 
 def _decoder_of(model: torch.nn.Module) -> torch.nn.Module | None:

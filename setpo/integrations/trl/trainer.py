@@ -13,10 +13,10 @@ from trl import GRPOConfig, GRPOTrainer
 
 from setpo.core import setpo_advantages
 from setpo.core.controls import placebo_permutation, ratio_lambda, warmup_factor
-from setpo.embedders import Embedder, build_embedder
+from setpo.embedders import Embedder, build_embedder, embed_texts
 from setpo.integrations.trl.config import SetPOConfig, check_group_size
 from setpo.integrations.trl.distributed import BatchCredits, credits_for_local_rows
-from setpo.integrations.trl.embedding import embed_texts, policy_embeddings, texts_for_embedding
+from setpo.integrations.trl.embedding import policy_embeddings, texts_for_embedding
 from setpo.integrations.trl.group_rewards import GroupRewardFunction
 
 _NOT_REWARD_COLUMNS = ("prompt", "completion", "completion_ids")

@@ -1,0 +1,32 @@
+"""One way to embed a batch of texts: each distinct text once, in chunks, checked, scattered back to every row."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from setpo.embedders._checks import check_embeddings, check_texts
+from setpo.embedders.base import Embedder
+
+
+def embed_texts(embedder: Embedder, texts: Sequence[str], batch_size: int = 64) -> torch.Tensor:
+    """(N, d) float32 CPU embeddings of ``texts``; every distinct text is embedded once, ``batch_size`` per call.
+
+    Groups that collapsed onto one answer repeat it G times (the case the credit exists for), so the embedder sees
+    only the distinct texts and equal texts get bit-identical rows.
+    """
+    texts = check_texts(texts)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1 (an integer), got {batch_size!r}")
+    if not texts:
+        raise ValueError("no texts to embed")
+    index: dict[str, int] = {}
+    rows = [index.setdefault(t, len(index)) for t in texts]
+    distinct = list(index)
+    chunks = []
+    for start in range(0, len(distinct), batch_size):
+        part = distinct[start : start + batch_size]
+        emb = check_embeddings(torch.as_tensor(embedder(part)), len(part), f"embedder {type(embedder).__name__}")
+        chunks.append(emb.detach().float().cpu())
+    return torch.cat(chunks)[torch.tensor(rows)]
