@@ -132,12 +132,20 @@ def test_refuses_to_overwrite(qwen_dir, tmp_path):
     with pytest.raises(FileExistsError, match="overwrite"):
         build_tiny_model(qwen_dir, seed=9, **SMALL)
     assert (qwen_dir / "model.safetensors").read_bytes() == before
+    # overwrite=True replaces an earlier build's files and keeps everything else in the folder
+    own = build_tiny_model(tmp_path / "own", seed=1, **SMALL)
+    first = (own / "model.safetensors").read_bytes()
+    (own / "notes.txt").write_text("mine")
+    build_tiny_model(own, seed=9, overwrite=True, **SMALL)
+    assert (own / "model.safetensors").read_bytes() != first
+    assert (own / "notes.txt").read_text() == "mine"
+    # a folder no build wrote is never emptied, even with overwrite=True (issue 15, item 16)
     target = tmp_path / "t"
     target.mkdir()
     (target / "stale.txt").write_text("old")
-    build_tiny_model(target, seed=9, overwrite=True, **SMALL)
-    assert not (target / "stale.txt").exists()
-    assert (target / "config.json").is_file()
+    with pytest.raises(FileExistsError, match="holds no model built by setpo.tiny"):
+        build_tiny_model(target, seed=9, overwrite=True, **SMALL)
+    assert (target / "stale.txt").read_text() == "old" and sorted(os.listdir(target)) == ["stale.txt"]
     # An existing empty folder is fine without overwrite.
     (tmp_path / "empty").mkdir()
     build_tiny_model(tmp_path / "empty", **SMALL)
@@ -201,3 +209,34 @@ def test_custom_tokenizer_sets_the_vocabulary(tmp_path):
     assert t.decode(t("12 + 3 = 15")["input_ids"]) == "12 + 3 = 15"
     with pytest.raises(ValueError, match="PreTrainedTokenizerFast"):
         build_tiny_model(tmp_path / "bad", tokenizer="not a tokenizer", **SMALL)
+
+
+def test_cli_refuses_an_empty_out_dir_and_foreign_folders(tmp_path, monkeypatch, capsys):
+    """`python -m setpo.tiny '' --overwrite` once emptied the current folder (issue 15, item 16)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "model.safetensors").write_bytes(b"weights")
+    for argv in ([""], ["", "--overwrite"], [".", "--overwrite"], [str(tmp_path), "--overwrite"]):
+        with pytest.raises(SystemExit) as exc:
+            cli_main([*argv, "--hidden-size", "16", "--num-heads", "2", "--num-layers", "1"])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "error:" in err
+    assert sorted(os.listdir(tmp_path)) == ["config.json", "model.safetensors"]
+    assert (tmp_path / "model.safetensors").read_bytes() == b"weights"
+
+
+def test_interrupted_build_is_replaced_with_overwrite(tmp_path):
+    """A build interrupted after its marker counts as the build's: --overwrite replaces it, other files stay."""
+    from setpo.tiny.model import FILES_MARKER
+
+    out = tmp_path / "m"
+    out.mkdir()
+    (out / "keep.txt").write_text("x")
+    (out / FILES_MARKER).write_text('{"builder": "setpo.tiny", "before": ["keep.txt"]}')
+    (out / "config.json").write_text('{"trunc')  # the half-written file of the interrupted build
+    with pytest.raises(FileExistsError, match="overwrite"):
+        build_tiny_model(out, **SMALL)
+    build_tiny_model(out, overwrite=True, **SMALL)
+    assert load_tiny(out)[0].config.hidden_size == SMALL["hidden_size"]
+    assert (out / "keep.txt").read_text() == "x"

@@ -8,9 +8,27 @@ import sys
 from setpo.tiny.model import FAMILIES, build_tiny_model
 
 
+class _Parser(argparse.ArgumentParser):
+    """One-line errors: ``prog: error: message (see --help)``."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _out_dir(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("an empty string; name a folder (for the current one, say '.')")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m setpo.tiny", description="Build and save a tiny causal LM.")
-    parser.add_argument("out_dir", help="folder to write the model and tokenizer to (must be empty or new)")
+    """Build a tiny model from the command line; errors end in one line (exit 2)."""
+    parser = _Parser(prog="python -m setpo.tiny", description="Build and save a tiny causal LM.")
+    parser.add_argument(
+        "out_dir",
+        type=_out_dir,
+        help="folder to write the model and tokenizer to (new, empty, or an earlier build with --overwrite)",
+    )
     parser.add_argument("--family", choices=sorted(FAMILIES), default="qwen2")
     parser.add_argument("--hidden-size", type=int, default=64)
     parser.add_argument("--num-layers", type=int, default=2)
@@ -19,7 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--intermediate-size", type=int, default=None)
     parser.add_argument("--max-position-embeddings", type=int, default=1024)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--overwrite", action="store_true", help="delete a non-empty out_dir first")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an earlier setpo.tiny build in out_dir (its files only; other folders are refused)",
+    )
     args = parser.parse_args(argv)
     try:
         path = build_tiny_model(
@@ -34,8 +56,10 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             overwrite=args.overwrite,
         )
-    except (ValueError, FileExistsError) as err:
-        parser.exit(2, f"error: {err}\n")
+    except (ValueError, OSError) as err:
+        parser.exit(2, f"{parser.prog}: error: {' '.join(str(err).split())}\n")
+    except KeyboardInterrupt:
+        parser.exit(130, f"\n{parser.prog}: interrupted; rerun with --overwrite to rebuild {args.out_dir}\n")
     print(path)
     return 0
 

@@ -8,7 +8,7 @@ loads the saved character tokenizer as it is.
 from __future__ import annotations
 
 import json
-import shutil
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
@@ -97,16 +97,78 @@ def init_tiny_model(config: TinyModelConfig, tokenizer: PreTrainedTokenizerFast)
     return model.eval()
 
 
-def _prepare_dir(out_dir: str | Path, overwrite: bool) -> Path:
+FILES_MARKER = ".setpo-tiny-files.json"  # written first: which files of the folder a build wrote
+# What a build wrote before FILES_MARKER existed (a folder with META_FILE and no marker).
+_LEGACY_FILES = (
+    "chat_template.jinja",
+    "config.json",
+    "generation_config.json",
+    "model.safetensors",
+    "special_tokens_map.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    META_FILE,
+)
+
+
+def _owned_files(path: Path) -> list[str] | None:
+    """Names of the files an earlier build wrote in `path`; None when no build wrote there."""
+    marker = path / FILES_MARKER
+    if marker.is_file():
+        try:
+            info = json.loads(marker.read_text())
+            if "files" in info:
+                return list(info["files"])
+            before = set(info["before"])
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as err:
+            raise FileExistsError(
+                f"{marker} is damaged ({type(err).__name__}); nothing deleted: remove the folder yourself if it "
+                "holds only a setpo.tiny model, or choose another folder"
+            ) from None
+        return sorted(set(os.listdir(path)) - before - {FILES_MARKER})  # an interrupted build: all it added
+    meta = path / META_FILE
+    if meta.is_file():
+        try:
+            if json.loads(meta.read_text()).get("builder") == "setpo.tiny":
+                return [f for f in _LEGACY_FILES if (path / f).is_file()]
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+            pass
+    return None
+
+
+def _prepare_dir(out_dir: str | Path, overwrite: bool) -> tuple[Path, set[str]]:
+    """The output folder, emptied of an earlier build's files when asked; and the names it holds beside them."""
+    if isinstance(out_dir, str) and not out_dir.strip():
+        raise ValueError("out_dir is an empty string; name a folder (for the current one, say '.')")
     path = Path(out_dir)
     if path.exists() and not path.is_dir():
         raise FileExistsError(f"{path} exists and is not a folder")
     if path.is_dir() and any(path.iterdir()):
+        owned = _owned_files(path)
+        if owned is None:
+            raise FileExistsError(
+                f"{path} is not empty and holds no model built by setpo.tiny; nothing there is deleted or "
+                "replaced: choose a new or empty folder"
+            )
         if not overwrite:
-            raise FileExistsError(f"{path} is not empty; pass overwrite=True (--overwrite) to replace its contents")
-        shutil.rmtree(path)
+            raise FileExistsError(
+                f"{path} is not empty (a model built by setpo.tiny); pass overwrite=True (--overwrite) to replace "
+                "that model's files, or choose a new or empty folder"
+            )
+        for name in owned:
+            if "/" not in name and (path / name).is_file():
+                (path / name).unlink()
+        (path / FILES_MARKER).unlink(missing_ok=True)
     path.mkdir(parents=True, exist_ok=True)
-    return path
+    before = set(os.listdir(path))
+    _write_marker(path, {"builder": "setpo.tiny", "before": sorted(before)})
+    return path, before
+
+
+def _write_marker(path: Path, info: dict) -> None:
+    tmp = path / f"{FILES_MARKER}.tmp"
+    tmp.write_text(json.dumps(info, indent=2) + "\n")
+    os.replace(tmp, path / FILES_MARKER)
 
 
 def build_tiny_model(
@@ -123,8 +185,9 @@ def build_tiny_model(
 ) -> Path:
     """Build a tiny causal LM with the character tokenizer and save both to `out_dir`; returns the folder.
 
-    The same arguments always give the same weights. A non-empty `out_dir` is refused unless
-    ``overwrite=True``, in which case the folder is deleted first. ``config_kwargs`` go to
+    The same arguments always give the same weights. A non-empty `out_dir` is refused unless it holds an
+    earlier build and ``overwrite=True``; then that build's files (listed in ``.setpo-tiny-files.json``) are
+    deleted first and nothing else is. ``config_kwargs`` go to
     :class:`TinyModelConfig` (``num_kv_heads``, ``intermediate_size``). Load with :func:`load_tiny`.
     """
     config = TinyModelConfig(
@@ -138,10 +201,12 @@ def build_tiny_model(
     )
     tokenizer = build_char_tokenizer() if tokenizer is None else _check_tokenizer(tokenizer)
     model = init_tiny_model(config, tokenizer)  # before touching the folder: bad input leaves it as it was
-    path = _prepare_dir(out_dir, overwrite)
+    path, before = _prepare_dir(out_dir, overwrite)
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     (path / META_FILE).write_text(json.dumps({"builder": "setpo.tiny", **asdict(config)}, indent=2) + "\n")
+    written = sorted(set(os.listdir(path)) - before - {FILES_MARKER})
+    _write_marker(path, {"builder": "setpo.tiny", "files": written})
     return path
 
 
