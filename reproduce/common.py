@@ -1,21 +1,42 @@
-"""Run folders for every reproduction script: config, seed and versions recorded; resumable; no silent overwrite."""
+"""Run folders for every reproduction script: config, seed and versions recorded; resumable; no silent overwrite.
+
+A run folder holds ``.setpo-run.json``, the list of files the run wrote. ``--overwrite`` deletes those files and
+nothing else, and a non-empty folder without that list (a model folder, a project) is never written into. The
+command-line helpers here (`Parser`, `out_dir`, `count`, `cli`) give every script one-line errors, a refusal of
+``--out ''``, and a one-line message with the resume command on SIGINT / SIGTERM.
+"""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
+import os
 import platform
+import shlex
 import shutil
+import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+MANIFEST = ".setpo-run.json"
+PUBLISH_RECORD = ".setpo-published.json"
+PAPER_FIGURES = Path(__file__).resolve().parent.parent / "paper_figures"
+# Profiles ordered by size; a run of a lower rank never silently replaces published results of a higher one.
+PROFILE_RANK = {"smoke": 0, "cpu-smoke": 0, "quick": 1, "full": 2}
+
 
 class RunExistsError(RuntimeError):
-    """A finished result is already at the target path and overwriting was not asked for."""
+    """The target folder holds something this run may not use or replace as asked (message says what to do)."""
+
+
+class PublishError(RuntimeError):
+    """Publishing would replace results of a larger profile (pass --force-publish to do it anyway)."""
 
 
 def versions() -> dict[str, str]:
@@ -44,34 +65,156 @@ def _jsonable(obj: Any) -> Any:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    """Write `obj` as indented JSON (dataclasses, numpy scalars and paths converted)."""
+    """Write `obj` as indented JSON (dataclasses, numpy scalars and paths converted), atomically (tmp + rename)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_jsonable(obj), indent=2, sort_keys=True) + "\n")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(_jsonable(obj), indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def _read_json(path: Path) -> tuple[Any, str | None]:
+    """(content, None), or (None, a one-line description of the damage)."""
+    try:
+        return json.loads(path.read_text()), None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        return None, f"{type(err).__name__}: {err}".splitlines()[0]
+
+
+def _is_run_config(obj: Any) -> bool:
+    return isinstance(obj, dict) and "config" in obj and "versions" in obj
+
+
+def _walk(root: Path) -> tuple[list[str], list[str]]:
+    """Relative paths of the files and folders under `root` (not following links), the manifest excluded."""
+    files, dirs = [], []
+    for base, dnames, fnames in os.walk(root):
+        rel = Path(base).relative_to(root)
+        dirs += [str(rel / d) for d in dnames]
+        files += [str(rel / f) for f in fnames if not (base == str(root) and f == MANIFEST)]
+    return files, dirs
+
+
+def _changed_since(path: Path, t: float) -> bool:
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return False
+    return max(st.st_mtime, st.st_ctime) >= t
+
+
+def _differing_keys(old: Any, new: Any) -> list[str]:
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return []
+    return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
 
 
 class RunDir:
     """A results folder for one run: `config.json` (config, seed, versions) plus one file per finished step.
 
-    A step whose marker file exists is skipped on the next call (resume). Starting a run whose folder holds
-    a different config raises `RunExistsError` unless ``overwrite=True``, which clears the folder first.
+    A step whose marker file exists is skipped on the next call (resume). The run keeps the list of files it
+    wrote in ``.setpo-run.json`` (every file that appears while it runs; `record` refreshes the list, `save`
+    calls it). Starting a run raises `RunExistsError` when the folder is not empty and holds no run, or holds a
+    run with a different or damaged config and ``overwrite`` is false; ``overwrite=True`` deletes the listed
+    files (and the folders they leave empty) and nothing else. A folder of an older version (``config.json`` in
+    this format, no list) is adopted: its files from the run's start on count as the run's.
     """
 
     def __init__(self, path: str | Path, config: Any, overwrite: bool = False):
-        self.path = Path(path)
+        self.path = check_out_dir(path)
+        self._t0 = time.time() - 1.0  # file-system clocks can lag time.time() by a tick
         cfg = _jsonable(config)
-        cfg_file = self.path / "config.json"
-        if cfg_file.exists():
-            old = json.loads(cfg_file.read_text())
-            if old.get("config") != cfg and not overwrite:
-                raise RunExistsError(
-                    f"{self.path} holds a run with a different config; pass --overwrite to replace it "
-                    "or choose another --out folder"
-                )
-            if overwrite:
-                shutil.rmtree(self.path)
+        manifest = self.check(self.path, cfg, overwrite)
+        if manifest is not None and overwrite:
+            self._clear(manifest)
+            manifest = None
+        self._files: set[str] = set(manifest["files"]) if manifest else set()
+        self._dirs: set[str] = set(manifest["dirs"]) if manifest else set()
+        if manifest and manifest.get("open_since"):  # the last call ended without a final record (killed)
+            self._t0 = min(self._t0, float(manifest["open_since"]))
+        self._open = True
+        self._files.add("config.json")
         self.path.mkdir(parents=True, exist_ok=True)
+        self._write_manifest()  # before anything else, so an interrupted start is still recognised as a run
+        cfg_file = self.path / "config.json"
         if not cfg_file.exists():
             write_json(cfg_file, {"config": cfg, "versions": versions(), "started": time.strftime("%Y-%m-%d %H:%M:%S")})
+        self.record()
+        _OPEN_RUNS.append(self)
+
+    @staticmethod
+    def check(path: str | Path, config: Any, overwrite: bool = False) -> dict | None:
+        """Raise `RunExistsError` when a run with `config` may not start in `path`; return its file list, if any.
+
+        Writes nothing, so every experiment of ``reproduce quick`` can be checked before the first one runs.
+        """
+        path = check_out_dir(path)
+        cfg = _jsonable(config)
+        manifest = _inspect(path)
+        if manifest is None:
+            return None
+        cfg_file = path / "config.json"
+        if cfg_file.exists():
+            old, damage = _read_json(cfg_file)
+            if damage and not overwrite:
+                raise RunExistsError(
+                    f"{cfg_file} is damaged ({damage}); the folder holds a setpo run: pass --overwrite to delete "
+                    "that run's files and start again, or choose another --out folder"
+                )
+            if not damage and _is_run_config(old) and old["config"] != cfg and not overwrite:
+                keys = ", ".join(_differing_keys(old["config"], cfg)[:6])
+                raise RunExistsError(
+                    f"{path} holds a run with a different config (differs in: {keys}); pass --overwrite to delete "
+                    "that run's files (nothing else in the folder), or choose another --out folder"
+                )
+        return manifest
+
+    def _clear(self, manifest: dict) -> None:
+        root = self.path.resolve()
+        for rel in manifest["files"]:
+            p = self.path / rel
+            if p.parent.resolve().is_relative_to(root) and (p.is_file() or p.is_symlink()):
+                p.unlink()
+        for rel in sorted(manifest["dirs"], key=lambda r: r.count(os.sep), reverse=True):
+            p = self.path / rel
+            if p.is_dir() and not p.is_symlink() and p.resolve().is_relative_to(root) and not any(p.iterdir()):
+                p.rmdir()
+        kept = _walk(self.path)[0]
+        if kept:
+            print(f"--overwrite: kept {len(kept)} file(s) in {self.path} that the run did not write", file=sys.stderr)
+
+    def _write_manifest(self) -> None:
+        write_json(
+            self.path / MANIFEST,
+            {
+                "setpo_run": 1,
+                "files": sorted(self._files),
+                "dirs": sorted(self._dirs),
+                "open_since": self._t0 if self._open else None,
+            },
+        )
+
+    def record(self) -> None:
+        """Add every file and folder that appeared while this run ran to the run's file list."""
+        if not self.path.is_dir():
+            return
+        files, dirs = _walk(self.path)
+        self._files = {f for f in files if f in self._files or _changed_since(self.path / f, self._t0)}
+        self._dirs = {d for d in dirs if d in self._dirs or _changed_since(self.path / d, self._t0)}
+        self._write_manifest()
+
+    def close(self) -> None:
+        """Final `record` of this call: later calls take only files that appear while they run as the run's."""
+        self.record()
+        self._open = False
+        if self.path.is_dir():
+            self._write_manifest()
+        if self in _OPEN_RUNS:
+            _OPEN_RUNS.remove(self)
+
+    def finished_steps(self) -> int:
+        """How many steps are recorded as finished."""
+        return len(list((self.path / "steps").glob("*.json"))) if (self.path / "steps").is_dir() else 0
 
     def done(self, step: str) -> bool:
         """True when `step` finished in an earlier call."""
@@ -79,26 +222,163 @@ class RunDir:
 
     def load(self, step: str) -> Any:
         """The result recorded for a finished step."""
-        return json.loads((self.path / "steps" / f"{step}.json").read_text())
+        path = self.path / "steps" / f"{step}.json"
+        obj, damage = _read_json(path)
+        if damage:
+            raise RunExistsError(f"{path} is damaged ({damage}); delete that file to redo the step")
+        return obj
 
     def save(self, step: str, result: Any) -> None:
         """Record a finished step's result (written last, so a crash leaves the step to redo)."""
-        tmp = self.path / "steps" / f".{step}.json.tmp"
-        write_json(tmp, result)
-        tmp.replace(self.path / "steps" / f"{step}.json")
+        write_json(self.path / "steps" / f"{step}.json", result)
+        self.record()
 
 
-PAPER_FIGURES = Path(__file__).resolve().parent.parent / "paper_figures"
+_OPEN_RUNS: list[RunDir] = []
 
 
-def publish(files: list[Path], dest: Path) -> Path:
-    """Copy finished figures/tables, and the data file beside each PNG, into `dest` (asked for by --publish)."""
+def _inspect(path: Path) -> dict | None:
+    """The run file list of `path` (adopting a folder of an older version); None for a new or empty folder."""
+    if not path.exists():
+        return None
+    if not path.is_dir():
+        raise RunExistsError(f"{path} exists and is not a folder; choose another --out")
+    marker = path / MANIFEST
+    if marker.is_file():
+        manifest, damage = _read_json(marker)
+        if damage or not isinstance(manifest, dict) or not {"files", "dirs"} <= set(manifest):
+            raise RunExistsError(
+                f"{marker} is damaged ({damage or 'not a run file list'}); it says which files the run wrote, so "
+                "nothing is deleted: remove the folder yourself if it holds only that run, or choose another --out"
+            )
+        return manifest
+    if not any(path.iterdir()):
+        return None
+    cfg_file = path / "config.json"
+    old, damage = _read_json(cfg_file) if cfg_file.is_file() else (None, "missing")
+    legacy = _is_run_config(old) or (cfg_file.is_file() and damage and (path / "steps").is_dir())
+    if not legacy:
+        raise RunExistsError(
+            f"{path} is not empty and holds no setpo run (no {MANIFEST}); refusing to write into it or delete "
+            "anything there: choose a new or empty --out folder"
+        )
+    files, dirs = _walk(path)
+    since = cfg_file.stat().st_mtime - 2.0 if not damage else -np.inf
+    return {
+        "files": [f for f in files if (path / f).lstat().st_mtime >= since],
+        "dirs": [d for d in dirs if (path / d).lstat().st_mtime >= since],
+    }
+
+
+def check_out_dir(path: str | Path) -> Path:
+    """`path` as a Path; an empty string (which would mean the current folder) is refused."""
+    if isinstance(path, str) and not path.strip():
+        raise ValueError("the output folder is an empty string; name a folder (for the current one, say '.')")
+    return Path(path)
+
+
+def out_dir(value: str) -> Path:
+    """argparse type of --out: refuses an empty string."""
+    try:
+        return check_out_dir(value)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def count(value: str) -> int:
+    """argparse type of counts such as --seeds N (seeds 0..N-1): an integer >= 1."""
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
+    return n
+
+
+class Parser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are one line: ``prog: error: message (see --help)``."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def add_run_options(p: argparse.ArgumentParser, name: str) -> None:
+    """The run-folder options every experiment shares: --out, --overwrite, --publish, --force-publish."""
+    p.add_argument("--out", type=out_dir, default=None, help=f"run folder (default runs/{name}/<profile>)")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="delete the files an earlier run wrote in --out (only those) and start again",
+    )
+    p.add_argument("--publish", action="store_true", help=f"copy figures and tables to paper_figures/{name}/")
+    p.add_argument(
+        "--force-publish",
+        action="store_true",
+        help="with --publish: replace published results even when this run is smaller (profile, seeds, steps)",
+    )
+
+
+def default_out(name: str, label: str, **overrides: Any) -> Path:
+    """runs/<name>/<label>, with any command-line overrides in the folder name so they never meet the preset."""
+    suffix = "".join(f"_{k}{v}" for k, v in overrides.items() if v is not None)
+    return Path("runs") / name / f"{label}{suffix}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# publishing
+
+
+def check_publish(dest: Path, profile: str | None, size: dict[str, int] | None, force: bool = False) -> None:
+    """Raise `PublishError` when results in `dest` come from a larger profile than (`profile`, `size`)."""
+    if force or profile is None:
+        return
     dest = Path(dest)
+    if not dest.is_dir() or not any(p for p in dest.iterdir() if p.name != PUBLISH_RECORD):
+        return
+    record, damage = _read_json(dest / PUBLISH_RECORD) if (dest / PUBLISH_RECORD).is_file() else (None, "none")
+    if not isinstance(record, dict):
+        # results published before records were kept are the committed full-profile ones
+        if PROFILE_RANK.get(profile, -1) < PROFILE_RANK["full"]:
+            raise PublishError(
+                f"{dest} holds published results with no profile record (the committed full-profile results); "
+                f"this run is profile {profile!r}: pass --force-publish to replace them anyway"
+            )
+        return
+    old_profile, old_size = record.get("profile"), record.get("size") or {}
+    smaller = [k for k, v in (size or {}).items() if k in old_size and v < old_size[k]]
+    if old_profile in PROFILE_RANK and profile in PROFILE_RANK and PROFILE_RANK[profile] < PROFILE_RANK[old_profile]:
+        smaller.insert(0, "profile")
+    if smaller:
+        now = ", ".join(f"{k} {v}" for k, v in (size or {}).items())
+        then = ", ".join(f"{k} {v}" for k, v in old_size.items())
+        raise PublishError(
+            f"{dest} holds results of profile {old_profile!r} ({then}); this run is {profile!r} ({now}), smaller in "
+            f"{', '.join(smaller)}: pass --force-publish to replace them anyway"
+        )
+
+
+def publish(
+    files: list[Path],
+    dest: Path,
+    profile: str | None = None,
+    size: dict[str, int] | None = None,
+    force: bool = False,
+) -> Path:
+    """Copy finished figures/tables, and the data file beside each PNG, into `dest` (asked for by --publish).
+
+    With `profile` given, results of a larger run already in `dest` are not replaced unless `force` (see
+    `check_publish`), and `dest/.setpo-published.json` records the profile and sizes published.
+    """
+    dest = Path(dest)
+    check_publish(dest, profile, size, force)
     dest.mkdir(parents=True, exist_ok=True)
     for f in map(Path, files):
         for sib in [f] + [f.with_suffix(s) for s in (".csv", ".json") if f.suffix == ".png"]:
             if sib.exists():
                 shutil.copy2(sib, dest / sib.name)
+    if profile is not None:
+        write_json(dest / PUBLISH_RECORD, {"profile": profile, "size": size or {}})
     return dest
 
 
@@ -114,3 +394,99 @@ def save_figure(fig, path: str | Path, data: Any, overwrite: bool = True) -> Pat
     else:
         write_json(path.with_suffix(".json"), data)
     return path
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# command-line entry: one-line errors, interrupts that say what was kept
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that the run stops between Python statements."""
+
+
+# Errors a user can cause (bad values, missing or unwritable paths, damaged files): one line, no traceback.
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    RunExistsError,
+    PublishError,
+    ValueError,
+    TypeError,
+    OSError,
+)
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    extra: list[type[BaseException]] = []
+    try:
+        import yaml
+
+        extra.append(yaml.YAMLError)
+    except ImportError:  # pragma: no cover - yaml is a dependency
+        pass
+    try:
+        from setpo.data import DatasetUnavailableError
+
+        extra.append(DatasetUnavailableError)
+    except ImportError:  # pragma: no cover
+        pass
+    return USER_ERRORS + tuple(extra)
+
+
+def resume_command(prog: str, argv: list[str]) -> str:
+    """The command that resumes a run: the same arguments, without the ones that would delete or republish."""
+    keep = [a for a in argv if a not in ("--overwrite", "--force-publish")]
+    return " ".join([prog, *map(shlex.quote, keep)])
+
+
+def _on_sigterm(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise Terminated()
+
+
+def cli(main: Callable[[list[str]], int], argv: list[str] | None = None, prog: str = "python -m reproduce") -> int:
+    """Run `main(argv)` as a command: user errors as one line (exit 2), SIGINT / SIGTERM as one line saying what
+    was kept and how to resume (exit 130 / 143). SETPO_TRACEBACK=1 shows the full traceback instead."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
+    n_open = len(_OPEN_RUNS)
+    try:
+        return int(main(argv) or 0)
+    except (KeyboardInterrupt, Terminated) as err:
+        code = 130 if isinstance(err, KeyboardInterrupt) else 143
+        kept = _kept(n_open)
+        print(
+            f"\ninterrupted ({'SIGINT' if code == 130 else 'SIGTERM'}): {kept}; resume with: "
+            f"{resume_command(prog, argv)}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return code
+    except _user_errors() as err:
+        if os.environ.get("SETPO_TRACEBACK"):
+            raise
+        msg = " ".join(str(err).split()) or type(err).__name__
+        if not isinstance(err, (RunExistsError, PublishError)):
+            msg = f"{msg} ({type(err).__name__}; SETPO_TRACEBACK=1 shows where)"
+        print(f"{prog}: error: {msg}", file=sys.stderr, flush=True)
+        return 2
+    finally:
+        for run in list(_OPEN_RUNS[n_open:]):
+            try:
+                run.close()
+            except OSError:
+                pass
+        del _OPEN_RUNS[n_open:]
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _kept(n_open: int) -> str:
+    runs = _OPEN_RUNS[n_open:]
+    if not runs:
+        return "nothing was written yet"
+    parts = [f"{r.path} ({r.finished_steps()} finished step(s); an unfinished step is redone)" for r in runs]
+    return "kept " + "; ".join(parts)

@@ -2,6 +2,7 @@
 
     python -m reproduce countdown --profile quick [--seeds N] [--out DIR] [--overwrite] [--publish]
                                   [--config configs/reproduce/countdown_full.yaml] [--threads 1]
+                                  [--benchmark-dir [DIR]]  (without DIR: $SETPO_BENCHMARK_DIR)
 
 Pipeline (each stage a resumable step of the run folder):
 1. data: solvable problems from the generator (3 numbers, small targets) or a TinyZero-style file;
@@ -18,10 +19,12 @@ import argparse
 import dataclasses
 import gzip
 import json
+import math
 import os
 import random
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -30,7 +33,18 @@ import torch
 import yaml
 from tqdm.auto import tqdm
 
-from reproduce.common import RunDir, publish, save_figure, write_json
+from reproduce.common import (
+    Parser,
+    RunDir,
+    add_run_options,
+    check_publish,
+    cli,
+    count,
+    default_out,
+    publish,
+    save_figure,
+    write_json,
+)
 from setpo.tasks.countdown import (
     AnswerEmbedder,
     CountdownProblem,
@@ -96,6 +110,12 @@ class CountdownProfile:
     eval_seed: int = 0
 
     def __post_init__(self):
+        for f in dataclasses.fields(self):
+            _check_field_type(f.name, str(f.type), getattr(self, f.name))
+        for name in ("group_sizes", "betas", "lams"):
+            values = [float(v) for v in getattr(self, name)]
+            if not values or len(set(values)) != len(values):
+                raise ValueError(f"{name} must be a non-empty list of distinct values, got {getattr(self, name)}")
         for name in ("n_train", "n_test", "sft_steps", "rl_steps", "prompts_per_step", "eval_n", "seeds"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -105,6 +125,29 @@ class CountdownProfile:
             raise ValueError(f"betas must be >= 0 and lams > 0, got {self.betas}, {self.lams}")
         if not self.eval_temperatures or any(t <= 0 for t in self.eval_temperatures):
             raise ValueError(f"eval_temperatures must be positive, got {self.eval_temperatures}")
+
+
+def _check_field_type(name: str, kind: str, value) -> None:
+    """Refuse a profile value of the wrong type (YAML gives strings, scalars for lists, floats for counts)."""
+
+    def is_int(v) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    def is_num(v) -> bool:
+        return (is_int(v) or isinstance(v, float)) and math.isfinite(v)
+
+    ok = {
+        "int": is_int,
+        "float": is_num,
+        "bool": lambda v: isinstance(v, bool),
+        "str": lambda v: isinstance(v, str),
+        "str | None": lambda v: v is None or isinstance(v, str),
+        "tuple[int, ...]": lambda v: isinstance(v, tuple) and all(map(is_int, v)),
+        "tuple[float, ...]": lambda v: isinstance(v, tuple) and all(map(is_num, v)),
+    }.get(kind)
+    if ok is not None and not ok(value):
+        want = {"tuple[int, ...]": "a list of whole numbers", "tuple[float, ...]": "a list of numbers"}.get(kind, kind)
+        raise ValueError(f"{name} must be {want}, got {value!r}")
 
 
 PROFILES = {
@@ -130,7 +173,25 @@ def profile_from_yaml(path: str | Path) -> CountdownProfile:
     unknown = sorted(set(values) - known)
     if unknown:
         raise ValueError(f"unknown countdown profile field(s) in {path}: {unknown}")
-    return CountdownProfile(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+    types = {f.name: str(f.type) for f in dataclasses.fields(CountdownProfile)}
+    return CountdownProfile(**{k: _from_yaml_value(v, types[k]) for k, v in values.items()})
+
+
+def _from_yaml_value(value, kind: str):
+    """Lists become tuples; '5e-3' (a string to YAML 1.1) becomes a float where a number is expected."""
+
+    def num(v):
+        if isinstance(v, str) and "float" in kind:
+            try:
+                return float(v)
+            except ValueError:
+                return v
+        return v
+
+    return tuple(num(v) for v in value) if isinstance(value, list) else num(value)
+
+
+SFT_CHECKPOINT_EVERY = 50  # SFT steps between checkpoints (an interrupted SFT resumes from the last one)
 
 
 def profile_to_yaml(prof: CountdownProfile, name: str | None = None) -> str:
@@ -146,9 +207,15 @@ def profile_to_yaml(prof: CountdownProfile, name: str | None = None) -> str:
     )
 
 
+def num_label(x: float) -> str:
+    """Short text of a number for run names: `{x:g}` when that reads back as `x`, else the exact repr."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(float(x))
+
+
 def methods(prof: CountdownProfile) -> list[tuple[str, float]]:
     """(label, lambda) of the compared methods: GRPO (lambda = 0) and SetPO+GRPO at each lambda."""
-    return [("grpo", 0.0)] + [(f"setpo_l{lam:g}", lam) for lam in prof.lams]
+    return [("grpo", 0.0)] + [(f"setpo_l{num_label(lam)}", lam) for lam in prof.lams]
 
 
 def method_label(method: str) -> str:
@@ -161,7 +228,7 @@ def method_label(method: str) -> str:
 def run_names(prof: CountdownProfile) -> list[tuple[str, str, float, int, float, int]]:
     """(name, method, lambda, G, beta, seed) of every RL run of the grid."""
     return [
-        (f"{m}_g{G}_b{b:g}_s{s}", m, lam, G, b, s)
+        (f"{m}_g{G}_b{num_label(b)}_s{s}", m, lam, G, b, s)
         for G in prof.group_sizes
         for b in prof.betas
         for s in range(prof.seeds)
@@ -225,13 +292,18 @@ def _sft_batches(examples: list[dict], tok, batch_size: int, rng: random.Random)
 
 
 def stage_sft(run: RunDir, prof: CountdownProfile, train: list[CountdownProblem]) -> Path:
-    """Build the tiny model and train it on biased solutions; returns the saved model folder."""
+    """Build the tiny model and train it on biased solutions; returns the saved model folder.
+
+    Every `SFT_CHECKPOINT_EVERY` steps the model, optimiser, schedule, data-sampler and torch RNG states are
+    saved to models/sft_checkpoint.pt, so an interrupted SFT resumes there and ends with the same weights.
+    """
     from setpo.tiny import build_tiny_model, load_tiny
 
     out = run.path / "models" / "sft"
     if run.done("sft"):
         return out
     t0 = time.perf_counter()
+    ckpt_file = run.path / "models" / "sft_checkpoint.pt"
     init = build_tiny_model(
         run.path / "models" / "init",
         hidden_size=prof.hidden_size,
@@ -247,10 +319,21 @@ def stage_sft(run: RunDir, prof: CountdownProfile, train: list[CountdownProblem]
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=prof.sft_lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=prof.sft_lr, total_steps=prof.sft_steps, pct_start=0.1)
-    batches = _sft_batches(examples, tok, prof.sft_batch_size, random.Random(prof.data_seed))
-    losses = []
-    with tqdm(range(prof.sft_steps), desc="countdown sft", unit="step", mininterval=2.0) as bar:
-        for _ in bar:
+    rng = random.Random(prof.data_seed)
+    losses: list[float] = []
+    start = 0
+    if ckpt_file.is_file():
+        ckpt = torch.load(ckpt_file, weights_only=False)
+        model.load_state_dict(ckpt["model"])
+        opt.load_state_dict(ckpt["optimizer"])
+        sched.load_state_dict(ckpt["scheduler"])
+        rng.setstate(ckpt["sampler"])
+        torch.set_rng_state(ckpt["torch_rng"])
+        losses, start = ckpt["losses"], ckpt["step"]
+        print(f"[countdown] sft: resuming from step {start} of {prof.sft_steps} ({ckpt_file})", flush=True)
+    batches = _sft_batches(examples, tok, prof.sft_batch_size, rng)
+    with tqdm(total=prof.sft_steps, initial=start, desc="countdown sft", unit="step", mininterval=2.0) as bar:
+        for step in range(start, prof.sft_steps):
             ids, mask, labels = next(batches)
             loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
             opt.zero_grad()
@@ -259,7 +342,20 @@ def stage_sft(run: RunDir, prof: CountdownProfile, train: list[CountdownProblem]
             opt.step()
             sched.step()
             losses.append(loss.item())
+            bar.update(1)
             bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}", refresh=False)
+            if (step + 1) % SFT_CHECKPOINT_EVERY == 0 and step + 1 < prof.sft_steps:
+                state = {
+                    "model": model.state_dict(),
+                    "optimizer": opt.state_dict(),
+                    "scheduler": sched.state_dict(),
+                    "sampler": rng.getstate(),
+                    "torch_rng": torch.get_rng_state(),
+                    "losses": losses,
+                    "step": step + 1,
+                }
+                torch.save(state, ckpt_file.with_suffix(".tmp"))
+                os.replace(ckpt_file.with_suffix(".tmp"), ckpt_file)
     model.eval().save_pretrained(out)
     tok.save_pretrained(out)
     shutil.rmtree(init)
@@ -268,6 +364,7 @@ def stage_sft(run: RunDir, prof: CountdownProfile, train: list[CountdownProblem]
         "sft",
         {"loss": losses, "examples": len(examples), "params": n_params, "wall_s": time.perf_counter() - t0},
     )
+    ckpt_file.unlink(missing_ok=True)
     return out
 
 
@@ -355,8 +452,13 @@ def stage_rl(
     return out
 
 
-def evaluate_model(model_path: Path, test: list[CountdownProblem], prof: CountdownProfile) -> tuple[dict, dict]:
-    """Samples at every evaluation temperature -> (metrics, samples): pass@k for k = 1..n and Table 3 metrics."""
+def evaluate_model(
+    model_path: Path, test: list[CountdownProblem], prof: CountdownProfile, desc: str | None = None
+) -> tuple[dict, dict]:
+    """Samples at every evaluation temperature -> (metrics, samples): pass@k for k = 1..n and Table 3 metrics.
+
+    With `desc`, progress bars show the temperatures done and the sampling batches of the current one.
+    """
     from setpo.eval.generate import HFGenerator, SamplingConfig
     from setpo.eval.metrics import summarize
     from setpo.metrics.countdown_diversity import table3_metrics
@@ -365,7 +467,9 @@ def evaluate_model(model_path: Path, test: list[CountdownProblem], prof: Countdo
     model, tok = load_tiny(model_path)
     prompts = [make_prompt(p, "compact") for p in test]
     metrics, samples = {}, {}
-    for T in prof.eval_temperatures:
+    temps = tqdm(prof.eval_temperatures, desc=desc, unit="temperature", disable=desc is None)
+    for T in temps:
+        temps.set_postfix(T=f"{T:g}", refresh=True)
         cfg = SamplingConfig(
             n=prof.eval_n,
             temperature=T,
@@ -375,7 +479,7 @@ def evaluate_model(model_path: Path, test: list[CountdownProblem], prof: Countdo
             seed=prof.eval_seed,
             use_chat_template=False,
         )
-        outs = HFGenerator(model, tok, cfg, progress=False)(prompts)
+        outs = HFGenerator(model, tok, cfg, progress=desc is not None)(prompts)
         outcomes = [[score_answer(o, p.nums, p.target)[1] for o in row] for row, p in zip(outs, test)]
         correct = [[o == "correct" for o in row] for row in outcomes]
         summary = summarize(correct, ks=list(range(1, prof.eval_n + 1)))
@@ -398,7 +502,7 @@ def stage_eval(run: RunDir, prof: CountdownProfile, model_path: Path, test, name
     if run.done(step):
         return run.load(step)
     t0 = time.perf_counter()
-    metrics, samples = evaluate_model(model_path, test, prof)
+    metrics, samples = evaluate_model(model_path, test, prof, desc=f"countdown eval {name}")
     (run.path / "samples").mkdir(exist_ok=True)
     with gzip.open(run.path / "samples" / f"{name}.json.gz", "wt") as f:
         json.dump(samples, f)
@@ -598,28 +702,60 @@ def figure_training(run: RunDir, prof: CountdownProfile) -> Path:
 # --------------------------------------------------------------------------- entry point
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
+def build_parser() -> Parser:
+    """The command-line options."""
+    p = Parser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
     p.add_argument("--config", type=Path, default=None, help="YAML profile (fields of CountdownProfile)")
-    p.add_argument("--out", type=Path, default=None, help="run folder (default runs/countdown/<profile>)")
-    p.add_argument("--seeds", type=int, default=None, help="RL seeds per configuration (default: the profile's)")
+    p.add_argument(
+        "--seeds", type=count, default=None, help="N RL seeds 0..N-1 per configuration (default: the profile's)"
+    )
     p.add_argument(
         "--benchmark-dir",
         type=Path,
+        nargs="?",
+        const=BENCHMARK_ENV,
         default=None,
-        help="use DIR/countdown/{train,test}.jsonl (TinyZero rows) instead of generated problems",
+        help="use DIR/countdown/{train,test}.jsonl (TinyZero rows) instead of generated problems; "
+        "without DIR: $SETPO_BENCHMARK_DIR",
     )
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest on a shared 2-core box)")
-    p.add_argument("--overwrite", action="store_true", help="replace a run folder holding a different config")
-    p.add_argument("--publish", action="store_true", help="copy figures and tables to paper_figures/countdown/")
-    args = p.parse_args(argv)
+    p.add_argument("--threads", type=count, default=1, help="torch CPU threads (1 is fastest on a shared 2-core box)")
+    add_run_options(p, NAME)
+    return p
 
-    prof = profile_from_yaml(args.config) if args.config else PROFILES[args.profile]
-    if args.seeds is not None:
-        if args.seeds < 1:
-            p.error("--seeds must be >= 1")
-        prof = replace(prof, seeds=args.seeds)
+
+BENCHMARK_ENV = Path("$SETPO_BENCHMARK_DIR")
+
+
+def _size(prof: CountdownProfile) -> dict[str, int]:
+    """What a published result's scale is judged by (see `reproduce.common.check_publish`)."""
+    return {
+        "seeds": prof.seeds,
+        "sft_steps": prof.sft_steps,
+        "rl_steps": prof.rl_steps,
+        "n_test": prof.n_test,
+        "eval_n": prof.eval_n,
+        "runs": len(run_names(prof)),
+    }
+
+
+def prepare(argv: list[str] | None = None) -> Callable[[], int]:
+    """Parse and check every option and the run folder (writing nothing); returns the run to start."""
+    p = build_parser()
+    args = p.parse_args(argv)
+    if args.config is not None and not args.config.is_file():
+        p.error(f"--config {args.config}: no such file")
+    try:
+        prof = profile_from_yaml(args.config) if args.config else PROFILES[args.profile]
+        if args.seeds is not None:
+            prof = replace(prof, seeds=args.seeds)
+    except (ValueError, TypeError, yaml.YAMLError) as err:
+        p.error(" ".join(str(err).split()))
+    if args.benchmark_dir == BENCHMARK_ENV:
+        env = os.environ.get("SETPO_BENCHMARK_DIR")
+        if not env:
+            p.error("--benchmark-dir without a folder reads $SETPO_BENCHMARK_DIR, which is not set")
+        args.benchmark_dir = Path(env)
     if args.benchmark_dir is not None:
         files = [args.benchmark_dir / "countdown" / f"{split}.jsonl" for split in ("train", "test")]
         missing = [str(f) for f in files if not f.is_file()]
@@ -627,11 +763,24 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"--benchmark-dir: missing {missing}")
         prof = replace(prof, train_file=str(files[0]), test_file=str(files[1]))
     label = args.config.stem if args.config else args.profile
-    out = args.out or Path("runs") / NAME / label
-    run = RunDir(out, {"profile": label, **asdict(prof)}, overwrite=args.overwrite)
+    out = args.out or default_out(NAME, label, seeds=args.seeds)
+    config = {"profile": label, **asdict(prof)}
+    RunDir.check(out, config, args.overwrite)
+    if args.publish:
+        check_publish(PAPER_FIGURES / NAME, label, _size(prof), args.force_publish)
+    return lambda: _execute(args, prof, label, out, config)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line (see the module docstring)."""
+    return prepare(argv)()
+
+
+def _execute(args: argparse.Namespace, prof: CountdownProfile, label: str, out: Path, config: dict) -> int:
+    run = RunDir(out, config, overwrite=args.overwrite)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    torch.set_num_threads(max(1, args.threads))
+    torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
 
     train, test = stage_data(run, prof)
@@ -647,12 +796,14 @@ def main(argv: list[str] | None = None) -> int:
     files += tables(run, prof, evals, run.load("sft"))
     wall = time.perf_counter() - t0
     write_json(run.path / "timing.json", {"wall_s_this_call": wall})
+    run.close()
     print((run.path / "table3_countdown.md").read_text())
     print(f"wall time {wall:.1f} s; results in {run.path}")
     if args.publish:
-        print(f"published to {publish(files, PAPER_FIGURES / NAME)}")
+        dest = publish(files, PAPER_FIGURES / NAME, label, _size(prof), args.force_publish)
+        print(f"published to {dest}")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli(main, prog=f"python -m reproduce {NAME}"))

@@ -1,6 +1,6 @@
 """GAPO list selection with a tiny LM: GRPO, GAPO, SetPO+GRPO and SetPO+GAPO against one biased SFT start.
 
-    python -m reproduce gapo_lists --profile quick [--seeds 0 1 2] [--out DIR] [--overwrite] [--publish]
+    python -m reproduce gapo_lists --profile quick [--seeds N] [--out DIR] [--overwrite] [--publish]
 
 A character-level tiny causal LM (setpo.tiny) is first trained (SFT) to answer "Pick a fruit from a, b, c:"
 with a strong bias (the first listed item), and "Name a fruit:" with a Zipf-skewed favourite; then RL from
@@ -27,6 +27,7 @@ import random
 import shutil
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,19 @@ import torch
 import yaml
 from tqdm.auto import tqdm
 
-from reproduce.common import RunDir, RunExistsError, publish, save_figure, write_json
+from reproduce.common import (
+    Parser,
+    RunDir,
+    RunExistsError,
+    add_run_options,
+    check_publish,
+    cli,
+    count,
+    default_out,
+    publish,
+    save_figure,
+    write_json,
+)
 from setpo.metrics.diversity import (
     js_to_uniform,
     mean_pairwise_embedding_distance,
@@ -730,28 +743,59 @@ def run_experiment(cfg: GapoListsConfig, run: RunDir, progress: bool = True) -> 
     return {"files": files, "frame": df, "evals": evals, "logs": logs}
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
+def build_parser() -> Parser:
+    """The command-line options."""
+    p = Parser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
     p.add_argument("--config", type=Path, default=None, help="YAML of config fields applied on top of the profile")
-    p.add_argument("--out", type=Path, default=None, help=f"run folder (default runs/{NAME}/<profile>)")
-    p.add_argument("--seeds", type=int, nargs="+", default=None, help="seeds (default: the profile's)")
-    p.add_argument("--overwrite", action="store_true", help="replace a run folder holding a different config")
-    p.add_argument("--publish", action="store_true", help=f"copy figures and tables to paper_figures/{NAME}/")
+    p.add_argument("--seeds", type=count, default=None, help="N seeds 0..N-1 (default: the profile's)")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    args = p.parse_args(argv)
+    add_run_options(p, NAME)
+    return p
 
+
+def _size(cfg: GapoListsConfig) -> dict[str, int]:
+    """What a published result's scale is judged by (see `reproduce.common.check_publish`)."""
+    return {
+        "seeds": len(cfg.seeds),
+        "sft_steps": cfg.sft_steps,
+        "rl_steps": cfg.rl_steps,
+        "eval_samples": cfg.eval_samples,
+        "open_samples": cfg.open_samples,
+    }
+
+
+def prepare(argv: list[str] | None = None) -> Callable[[], int]:
+    """Parse and check every option and the run folder (writing nothing); returns the run to start."""
+    p = build_parser()
+    args = p.parse_args(argv)
+    if args.config is not None and not args.config.is_file():
+        p.error(f"--config {args.config}: no such file")
     try:
         cfg = load_config(args.profile, args.config)
         if args.seeds is not None:
-            cfg = replace(cfg, seeds=tuple(args.seeds))
-    except ValueError as err:
-        p.error(str(err))
-    out = args.out or Path("runs") / NAME / args.profile
+            cfg = replace(cfg, seeds=tuple(range(args.seeds)))
+    except (ValueError, TypeError, yaml.YAMLError) as err:
+        p.error(" ".join(str(err).split()))
+    label = args.profile if args.config is None else f"{args.profile}_{args.config.stem}"
+    out = args.out or default_out(NAME, args.profile, seeds=args.seeds)
+    config = {"profile": args.profile, **asdict(cfg)}
     try:
-        run = RunDir(out, {"profile": args.profile, **asdict(cfg)}, overwrite=args.overwrite)
+        RunDir.check(out, config, args.overwrite)
     except RunExistsError as err:
         p.error(str(err))
+    if args.publish:
+        check_publish(PUBLISH_DIR, label, _size(cfg), args.force_publish)
+    return lambda: _execute(args, cfg, label, out, config)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line (see the module docstring)."""
+    return prepare(argv)()
+
+
+def _execute(args: argparse.Namespace, cfg: GapoListsConfig, label: str, out: Path, config: dict) -> int:
+    run = RunDir(out, config, overwrite=args.overwrite)
     torch.set_num_threads(1)  # a tiny model: extra threads only contend with each other
     from transformers.utils import logging as hf_logging
 
@@ -760,12 +804,13 @@ def main(argv: list[str] | None = None) -> int:
     result = run_experiment(cfg, run, progress=not args.no_progress)
     wall = time.perf_counter() - t0
     write_json(run.path / "timing.json", {"wall_s_this_call": wall, "profile": args.profile})
+    run.close()
     print((run.path / "table.md").read_text())
     print(f"wall time {wall:.1f} s; results in {run.path}")
     if args.publish:
-        print(f"published to {publish(result['files'], PUBLISH_DIR)}")
+        print(f"published to {publish(result['files'], PUBLISH_DIR, label, _size(cfg), args.force_publish)}")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli(main, prog=f"python -m reproduce {NAME}"))

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,18 @@ from typing import Any
 import yaml
 from tqdm.auto import tqdm
 
-from reproduce.common import RunDir, save_figure, write_json
+from reproduce.common import (
+    PAPER_FIGURES,
+    Parser,
+    RunDir,
+    add_run_options,
+    check_publish,
+    cli,
+    count,
+    default_out,
+    save_figure,
+    write_json,
+)
 from reproduce.common import publish as common_publish
 from setpo.data import DatasetUnavailableError, get_spec, prepare_split, read_prepared
 from setpo.eval import (
@@ -524,35 +537,66 @@ def run_pipeline(
     return run, _report(run, cfg, evals, trained, scale)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
+def build_parser() -> Parser:
+    """The command-line options."""
+    p = Parser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
     p.add_argument("--config", type=Path, default=None, help="YAML config (configs/math/*.yaml) instead of a profile")
-    p.add_argument("--out", type=Path, default=None, help="run folder (default runs/math_pipeline/<profile>)")
-    p.add_argument("--local-dir", default=None, help="folder of local dataset copies (<name>/<split>.jsonl)")
+    p.add_argument(
+        "--local-dir",
+        default=os.environ.get("SETPO_BENCHMARK_DIR") or None,
+        help="folder of local dataset copies (<name>/<split>.jsonl; default: $SETPO_BENCHMARK_DIR)",
+    )
     p.add_argument("--no-hub", action="store_true", help="never contact the Hugging Face Hub")
-    p.add_argument("--seeds", type=int, default=None, help="number of seeds 0..N-1 (default: the profile's)")
-    p.add_argument("--overwrite", action="store_true", help="replace a run folder holding a different config")
-    p.add_argument("--publish", action="store_true", help=f"copy tables and figures to paper_figures/{NAME}/")
-    args = p.parse_args(argv)
+    p.add_argument("--seeds", type=count, default=None, help="N seeds 0..N-1 (default: the profile's)")
+    add_run_options(p, NAME)
+    return p
 
-    cfg = MathPipelineConfig.from_yaml(args.config) if args.config else dataclasses.replace(PROFILES[args.profile])
+
+def _size(cfg: MathPipelineConfig) -> dict[str, int]:
+    """What a published result's scale is judged by (see `reproduce.common.check_publish`)."""
+    return {"seeds": len(cfg.seeds), "methods": len(cfg.methods)}
+
+
+def prepare(argv: list[str] | None = None) -> Callable[[], int]:
+    """Parse and check every option and the run folder (writing nothing); returns the run to start."""
+    p = build_parser()
+    args = p.parse_args(argv)
+    if args.config is not None and not args.config.is_file():
+        p.error(f"--config {args.config}: no such file")
+    if args.local_dir is not None and not Path(args.local_dir).is_dir():
+        p.error(f"--local-dir {args.local_dir!r} is not a folder (set by --local-dir or $SETPO_BENCHMARK_DIR)")
+    try:
+        cfg = MathPipelineConfig.from_yaml(args.config) if args.config else dataclasses.replace(PROFILES[args.profile])
+        if args.seeds is not None:
+            cfg = dataclasses.replace(cfg, seeds=tuple(range(args.seeds)))
+    except (ValueError, TypeError, yaml.YAMLError) as err:
+        p.error(" ".join(str(err).split()))
     profile = args.config.stem if args.config else args.profile
-    if args.seeds is not None:
-        if args.seeds < 1:
-            p.error("--seeds must be >= 1")
-        cfg = dataclasses.replace(cfg, seeds=tuple(range(args.seeds)))
-    out = args.out or Path("runs") / NAME / profile
+    out = args.out or default_out(NAME, profile, seeds=args.seeds)
+    if args.publish:
+        check_publish(PAPER_FIGURES / NAME, profile, _size(cfg), args.force_publish)
+    return lambda: _execute(args, cfg, profile, out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line (see the module docstring)."""
+    return prepare(argv)()
+
+
+def _execute(args: argparse.Namespace, cfg: MathPipelineConfig, profile: str, out: Path) -> int:
     t0 = time.perf_counter()
     run, files = run_pipeline(cfg, out, args.local_dir, not args.no_hub, args.overwrite, profile)
     wall = time.perf_counter() - t0
     write_json(run.path / "timing.json", {"wall_s_this_call": wall})
+    run.close()
     print((run.path / "tables" / "pass1.md").read_text())
     print(f"wall time {wall:.1f} s; results in {run.path}")
     if args.publish:
-        print(f"published to {publish(files)}")
+        dest = common_publish(files, PAPER_FIGURES / NAME, profile, _size(cfg), args.force_publish)
+        print(f"published to {dest}")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli(main, prog=f"python -m reproduce {NAME}"))

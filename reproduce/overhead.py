@@ -1,6 +1,6 @@
 """Figure 9 analogue: wall-clock time per training step, GRPO vs SetPO+GRPO with each embedder, and where it goes.
 
-    python -m reproduce overhead --profile quick [--out DIR] [--overwrite] [--publish] [--threads 1]
+    python -m reproduce overhead --profile quick [--rounds N] [--out DIR] [--overwrite] [--publish] [--threads 1]
 
 Every configuration trains the same tiny policy on the same Countdown prompts through `SetPOTrainer`, in one
 process, interleaved over rounds (A B C D, then D C B A, ...) so that a change in machine load hits all of
@@ -17,13 +17,25 @@ import os
 import shutil
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
-from reproduce.common import RunDir, publish, save_figure, write_json
+from reproduce.common import (
+    Parser,
+    RunDir,
+    add_run_options,
+    check_publish,
+    cli,
+    count,
+    default_out,
+    publish,
+    save_figure,
+    write_json,
+)
 from setpo.tasks.countdown import generate_problems, make_prompt, trl_countdown_reward
 
 PAPER_FIGURES = Path(__file__).resolve().parent.parent / "paper_figures"
@@ -274,26 +286,45 @@ def table(run: RunDir, prof: OverheadProfile, summary: list[dict]) -> Path:
     return md
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
+def build_parser() -> Parser:
+    """The command-line options."""
+    p = Parser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
-    p.add_argument("--out", type=Path, default=None, help="run folder (default runs/overhead/<profile>)")
-    p.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default: the profile's)")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    p.add_argument("--overwrite", action="store_true", help="replace a run folder holding a different config")
-    p.add_argument("--publish", action="store_true", help="copy figures and tables to paper_figures/overhead/")
-    args = p.parse_args(argv)
+    p.add_argument("--rounds", type=count, default=None, help="interleaved rounds (default: the profile's)")
+    p.add_argument("--threads", type=count, default=1, help="torch CPU threads")
+    add_run_options(p, NAME)
+    return p
 
+
+def _size(prof: OverheadProfile) -> dict[str, int]:
+    """What a published result's scale is judged by (see `reproduce.common.check_publish`)."""
+    return {"rounds": prof.rounds, "steps": prof.steps, "policies": len(prof.policies), "methods": len(prof.methods)}
+
+
+def prepare(argv: list[str] | None = None) -> Callable[[], int]:
+    """Parse and check every option and the run folder (writing nothing); returns the run to start."""
+    args = build_parser().parse_args(argv)
     prof = PROFILES[args.profile]
     if args.rounds is not None:
-        if args.rounds < 1:
-            p.error("--rounds must be >= 1")
         prof = replace(prof, rounds=args.rounds)
-    out = args.out or Path("runs") / NAME / args.profile
-    run = RunDir(out, {"profile": args.profile, "threads": args.threads, **asdict(prof)}, overwrite=args.overwrite)
+    out = args.out or default_out(NAME, args.profile, rounds=args.rounds)
+    config = {"profile": args.profile, "threads": args.threads, **asdict(prof)}
+    RunDir.check(out, config, args.overwrite)
+    if args.publish:
+        check_publish(PAPER_FIGURES / NAME, args.profile, _size(prof), args.force_publish)
+    return lambda: _execute(args, prof, out, config)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line (see the module docstring)."""
+    return prepare(argv)()
+
+
+def _execute(args: argparse.Namespace, prof: OverheadProfile, out: Path, config: dict) -> int:
+    run = RunDir(out, config, overwrite=args.overwrite)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    torch.set_num_threads(max(1, args.threads))
+    torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
 
     from datasets import Dataset
@@ -334,12 +365,14 @@ def main(argv: list[str] | None = None) -> int:
     files = [figure(run, summary, rows), table(run, prof, summary), run.path / "summary.json"]
     wall = time.perf_counter() - t0
     write_json(run.path / "timing.json", {"wall_s_this_call": wall})
+    run.close()
     print((run.path / "overhead.md").read_text())
     print(f"wall time {wall:.1f} s; results in {run.path}")
     if args.publish:
-        print(f"published to {publish(files, PAPER_FIGURES / NAME)}")
+        dest = publish(files, PAPER_FIGURES / NAME, args.profile, _size(prof), args.force_publish)
+        print(f"published to {dest}")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli(main, prog=f"python -m reproduce {NAME}"))

@@ -1,6 +1,6 @@
 """Figure 1: the multi-modal bandit. GRPO collapses onto one correct mode; SetPO+GRPO keeps several.
 
-    python -m reproduce toy_bandit --profile quick [--seeds 5] [--out DIR] [--overwrite] [--publish]
+    python -m reproduce toy_bandit --profile quick [--seeds N] [--out DIR] [--overwrite] [--publish [--force-publish]]
 
 Writes, under the run folder: fig1_toy_bandit.png (PCA of sampled trajectory embeddings coloured by
 step, stars at the correct modes; GRPO left, SetPO right), mode_probs.png/.csv (per-step mode
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -20,7 +21,18 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from reproduce.common import RunDir, publish, save_figure, write_json
+from reproduce.common import (
+    Parser,
+    RunDir,
+    add_run_options,
+    check_publish,
+    cli,
+    count,
+    default_out,
+    publish,
+    save_figure,
+    write_json,
+)
 from setpo.tasks.toy_bandit import (
     BanditConfig,
     correct_entropy,
@@ -255,24 +267,44 @@ def _summary_tables(run: RunDir, prof: ToyProfile, results: dict) -> list[Path]:
     return [run.path / "summary.csv", md]
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
+def _size(prof: ToyProfile) -> dict[str, int]:
+    """What a published result's scale is judged by (see `reproduce.common.check_publish`)."""
+    return {"seeds": prof.seeds, "steps": prof.bandit.steps, "sweep_lambdas": len(prof.sweep)}
+
+
+def build_parser() -> Parser:
+    """The command-line options."""
+    p = Parser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
-    p.add_argument("--out", type=Path, default=None, help="run folder (default runs/toy_bandit/<profile>)")
     p.add_argument(
-        "--seeds", type=int, default=None, help="replicate runs per method and lambda (default: the profile's)"
+        "--seeds", type=count, default=None, help="N replicate runs per method and lambda (default: the profile's)"
     )
-    p.add_argument("--overwrite", action="store_true", help="replace a run folder holding a different config")
-    p.add_argument("--publish", action="store_true", help="copy figures and tables to paper_figures/toy_bandit/")
-    args = p.parse_args(argv)
+    add_run_options(p, NAME)
+    return p
+
+
+def prepare(argv: list[str] | None = None) -> Callable[[], int]:
+    """Parse and check every option and the run folder (writing nothing); returns the run to start."""
+    args = build_parser().parse_args(argv)
 
     prof = PROFILES[args.profile]
     if args.seeds is not None:
-        if args.seeds < 1:
-            p.error("--seeds must be >= 1")
         prof = replace(prof, seeds=args.seeds, sweep_seeds=args.seeds)
-    out = args.out or Path("runs") / NAME / args.profile
-    run = RunDir(out, {"profile": args.profile, **asdict(prof)}, overwrite=args.overwrite)
+    out = args.out or default_out(NAME, args.profile, seeds=args.seeds)
+    config = {"profile": args.profile, **asdict(prof)}
+    RunDir.check(out, config, args.overwrite)
+    if args.publish:
+        check_publish(PAPER_FIGURES / NAME, args.profile, _size(prof), args.force_publish)
+    return lambda: _execute(args, prof, out, config)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line (see the module docstring)."""
+    return prepare(argv)()
+
+
+def _execute(args: argparse.Namespace, prof: ToyProfile, out: Path, config: dict) -> int:
+    run = RunDir(out, config, overwrite=args.overwrite)
     torch.set_num_threads(1)  # tiny tensors: threads only add overhead
     t0 = time.perf_counter()
 
@@ -288,12 +320,14 @@ def main(argv: list[str] | None = None) -> int:
     files += _summary_tables(run, prof, results)
     wall = time.perf_counter() - t0
     write_json(run.path / "timing.json", {"wall_s_this_call": wall})
+    run.close()
     print((run.path / "summary.md").read_text())
     print(f"wall time {wall:.1f} s; results in {run.path}")
     if args.publish:
-        print(f"published to {publish(files, PAPER_FIGURES / NAME)}")
+        dest = publish(files, PAPER_FIGURES / NAME, args.profile, _size(prof), args.force_publish)
+        print(f"published to {dest}")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli(main, prog=f"python -m reproduce {NAME}"))
