@@ -455,12 +455,25 @@ def load_problems(path: str | Path, limit: int | None = None, n_numbers: int | N
     for i, row in enumerate(read_table(path)):
         if "target" not in row or "nums" not in row:
             raise ValueError(f"{path} row {i} needs 'target' and 'nums', found {sorted(row)}")
-        p = CountdownProblem(int(row["target"]), tuple(int(x) for x in row["nums"]))
+        p = CountdownProblem(_whole(row["target"], path, i), tuple(_whole(x, path, i) for x in row["nums"]))
         if n_numbers is None or len(p.nums) == n_numbers:
             out.append(p)
         if limit is not None and len(out) >= limit:
             break
     return out
+
+
+def _whole(value, path: Path, row: int) -> int:
+    """`value` as an int when it is a whole number (3, 3.0, "3"); a file's 3.7 is refused, not truncated."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not number.is_integer():
+        raise ValueError(f"{path} row {row}: target and nums must be whole numbers, got {value!r}")
+    return int(number)
 
 
 def preference_key(expression: str, nums: Sequence[int]) -> tuple:
