@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from reproduce.common import _OPEN_RUNS, cli
+from reproduce.common import _OPEN_RUNS, UsageError, cli
 
 # Experiments the all-in-one profiles run, in order (module names under reproduce/).
 EXPERIMENTS = ["toy_bandit", "countdown", "overhead", "gapo_lists"]
@@ -34,7 +34,7 @@ def _option_groups(rest: list[str]) -> list[tuple[str, list[str]]]:
         elif groups:
             groups[-1][1].append(tok)
         else:
-            raise ValueError(f"unexpected argument {tok!r}: options start with --")
+            raise UsageError(f"unexpected argument {tok!r}: options start with --")
     return groups
 
 
@@ -47,11 +47,11 @@ def _plan(profile: str, rest: list[str]) -> tuple[dict[str, list[str]], list[str
     """Per experiment, the options it is given; and notes on options an experiment does not have."""
     groups = _option_groups(rest)
     if any(opt in ("--profile", "-h", "--help") for opt, _ in groups):
-        raise ValueError(f"'{PROG} {profile}' sets --profile itself and takes no --help; see '{PROG} NAME --help'")
+        raise UsageError(f"'{PROG} {profile}' sets --profile itself and takes no --help; see '{PROG} NAME --help'")
     parsers = {exp: importlib.import_module(f"reproduce.{exp}").build_parser() for exp in EXPERIMENTS}
     unknown = sorted({opt for opt, _ in groups if not any(_accepts(p, opt) for p in parsers.values())})
     if unknown:
-        raise ValueError(f"no experiment has option(s) {', '.join(unknown)}; see '{PROG} NAME --help'")
+        raise UsageError(f"no experiment has option(s) {', '.join(unknown)}; see '{PROG} NAME --help'")
     argvs, notes = {}, []
     for exp, parser in parsers.items():
         argv = ["--profile", profile]
@@ -62,7 +62,7 @@ def _plan(profile: str, rest: list[str]) -> tuple[dict[str, list[str]], list[str
                 # one folder per experiment, so that --overwrite in one never touches another's files
                 values = toks[0].split("=", 1)[1:] + toks[1:]
                 if len(values) != 1:
-                    raise ValueError("--out takes one folder")
+                    raise UsageError("--out takes one folder")
                 argv += ["--out", str(Path(values[0]) / exp) if values[0].strip() else ""]
             else:
                 argv += toks
@@ -72,8 +72,6 @@ def _plan(profile: str, rest: list[str]) -> tuple[dict[str, list[str]], list[str
 
 def _all(profile: str, rest: list[str]) -> int:
     argvs, notes = _plan(profile, rest)
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
     runners: dict[str, Callable[[], int]] = {}
     bad: dict[str, str] = {}
     for exp, argv in argvs.items():
@@ -87,6 +85,8 @@ def _all(profile: str, rest: list[str]) -> int:
     if bad:
         print(f"{PROG} {profile}: nothing started; fix: " + "; ".join(f"{k}: {v}" for k, v in bad.items()))
         return 2
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     results: dict[str, str] = {}
     for exp, runner in runners.items():
         t0 = time.perf_counter()

@@ -35,6 +35,10 @@ class RunExistsError(RuntimeError):
     """The target folder holds something this run may not use or replace as asked (message says what to do)."""
 
 
+class UsageError(ValueError):
+    """A bad command line or option value (reported as one line without a traceback hint)."""
+
+
 class PublishError(RuntimeError):
     """Publishing would replace results of a larger profile (pass --force-publish to do it anyway)."""
 
@@ -100,7 +104,19 @@ def _changed_since(path: Path, t: float) -> bool:
         st = path.lstat()
     except FileNotFoundError:
         return False
-    return max(st.st_mtime, st.st_ctime) >= t
+    return max(st.st_mtime, st.st_ctime) >= t - 1.0  # file-system clocks can lag time.time() by a tick
+
+
+def _stats(root: Path) -> dict[str, tuple[int, int]]:
+    """(mtime_ns, size) of every file and folder under `root`, the manifest excluded."""
+    out = {}
+    for rel in sum(_walk(root), []):
+        try:
+            st = (root / rel).lstat()
+        except FileNotFoundError:
+            continue
+        out[rel] = (st.st_mtime_ns, st.st_size)
+    return out
 
 
 def _differing_keys(old: Any, new: Any) -> list[str]:
@@ -113,8 +129,9 @@ class RunDir:
     """A results folder for one run: `config.json` (config, seed, versions) plus one file per finished step.
 
     A step whose marker file exists is skipped on the next call (resume). The run keeps the list of files it
-    wrote in ``.setpo-run.json`` (every file that appears while it runs; `record` refreshes the list, `save`
-    calls it). Starting a run raises `RunExistsError` when the folder is not empty and holds no run, or holds a
+    wrote in ``.setpo-run.json`` (every file created or rewritten in the folder while it runs; `record`
+    refreshes the list, `save` and `close` call it; after a killed call, what changed since it started).
+    Starting a run raises `RunExistsError` when the folder is not empty and holds no run, or holds a
     run with a different or damaged config and ``overwrite`` is false; ``overwrite=True`` deletes the listed
     files (and the folders they leave empty) and nothing else. A folder of an older version (``config.json`` in
     this format, no list) is adopted: its files from the run's start on count as the run's.
@@ -122,7 +139,6 @@ class RunDir:
 
     def __init__(self, path: str | Path, config: Any, overwrite: bool = False):
         self.path = check_out_dir(path)
-        self._t0 = time.time() - 1.0  # file-system clocks can lag time.time() by a tick
         cfg = _jsonable(config)
         manifest = self.check(self.path, cfg, overwrite)
         if manifest is not None and overwrite:
@@ -130,9 +146,10 @@ class RunDir:
             manifest = None
         self._files: set[str] = set(manifest["files"]) if manifest else set()
         self._dirs: set[str] = set(manifest["dirs"]) if manifest else set()
-        if manifest and manifest.get("open_since"):  # the last call ended without a final record (killed)
-            self._t0 = min(self._t0, float(manifest["open_since"]))
         self._open = True
+        self._started = time.time()
+        # What is in the folder now and not on the list is someone else's, unless the run rewrites it.
+        self._before = _stats(self.path) if self.path.is_dir() else {}
         self._files.add("config.json")
         self.path.mkdir(parents=True, exist_ok=True)
         self._write_manifest()  # before anything else, so an interrupted start is still recognised as a run
@@ -190,7 +207,7 @@ class RunDir:
                 "setpo_run": 1,
                 "files": sorted(self._files),
                 "dirs": sorted(self._dirs),
-                "open_since": self._t0 if self._open else None,
+                "open_since": self._started if self._open else None,
             },
         )
 
@@ -198,9 +215,10 @@ class RunDir:
         """Add every file and folder that appeared while this run ran to the run's file list."""
         if not self.path.is_dir():
             return
-        files, dirs = _walk(self.path)
-        self._files = {f for f in files if f in self._files or _changed_since(self.path / f, self._t0)}
-        self._dirs = {d for d in dirs if d in self._dirs or _changed_since(self.path / d, self._t0)}
+        now = _stats(self.path)
+        new = {rel for rel, st in now.items() if self._before.get(rel) != st}  # created or rewritten by this call
+        self._files = {f for f in _walk(self.path)[0] if f in self._files or f in new}
+        self._dirs = {d for d in _walk(self.path)[1] if d in self._dirs or (d in new and d not in self._before)}
         self._write_manifest()
 
     def close(self) -> None:
@@ -251,6 +269,11 @@ def _inspect(path: Path) -> dict | None:
                 f"{marker} is damaged ({damage or 'not a run file list'}); it says which files the run wrote, so "
                 "nothing is deleted: remove the folder yourself if it holds only that run, or choose another --out"
             )
+        if manifest.get("open_since"):  # the last call was killed before its final record: take what it added
+            files, dirs = _walk(path)
+            t = float(manifest["open_since"])
+            manifest["files"] = sorted(set(manifest["files"]) | {f for f in files if _changed_since(path / f, t)})
+            manifest["dirs"] = sorted(set(manifest["dirs"]) | {d for d in dirs if _changed_since(path / d, t)})
         return manifest
     if not any(path.iterdir()):
         return None
@@ -273,7 +296,7 @@ def _inspect(path: Path) -> dict | None:
 def check_out_dir(path: str | Path) -> Path:
     """`path` as a Path; an empty string (which would mean the current folder) is refused."""
     if isinstance(path, str) and not path.strip():
-        raise ValueError("the output folder is an empty string; name a folder (for the current one, say '.')")
+        raise UsageError("the output folder is an empty string; name a folder (for the current one, say '.')")
     return Path(path)
 
 
@@ -463,7 +486,7 @@ def cli(main: Callable[[list[str]], int], argv: list[str] | None = None, prog: s
         if os.environ.get("SETPO_TRACEBACK"):
             raise
         msg = " ".join(str(err).split()) or type(err).__name__
-        if not isinstance(err, (RunExistsError, PublishError)):
+        if not isinstance(err, (RunExistsError, PublishError, UsageError)):
             msg = f"{msg} ({type(err).__name__}; SETPO_TRACEBACK=1 shows where)"
         print(f"{prog}: error: {msg}", file=sys.stderr, flush=True)
         return 2
