@@ -69,6 +69,7 @@ def build_char_tokenizer(
         clean_up_tokenization_spaces=False,
         model_max_length=1 << 30,
         padding_side=padding_side,
+        model_input_names=["input_ids", "attention_mask"],  # transformers 4.x would add token_type_ids
     )
     if chat_template is not None:
         fast.chat_template = chat_template
