@@ -143,8 +143,11 @@ def base_method_overrides(s: ScaleSetting) -> list[str]:
         out += [f"{actor}.policy_loss.loss_mode=gspo", f"{actor}.loss_agg_mode=seq-mean-token-mean"]
     elif s.base == "dapo":
         out += [f"{actor}.policy_loss.loss_mode=vanilla", f"{actor}.loss_agg_mode=token-mean"]
+        # verl 0.9.1's V1 replay buffer refills filtered groups until the batch is full, with no cap on the number
+        # of generation batches (it ignores max_num_gen_batches); max_inflight_gen_batches (default 1) bounds
+        # how many train batches of prompts are generated at once.
         out += [f"{actor}.clip_ratio_c=10.0", "algorithm.filter_groups.enable=true"]
-        out += ["algorithm.filter_groups.metric=reward", "algorithm.filter_groups.max_num_gen_batches=10"]
+        out += ["algorithm.filter_groups.metric=reward"]
     else:
         raise ValueError(f"unknown base method {s.base!r}; use grpo, gspo or dapo")
     return out

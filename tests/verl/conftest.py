@@ -27,12 +27,26 @@ def pytest_configure(config):
 
 
 if HAVE_VERL:
-    from verl_fakes import CharTokenizer, InMemoryTQ
+    from verl_fakes import InMemoryTQ
 
 
-@pytest.fixture
-def tokenizer() -> CharTokenizer:
-    return CharTokenizer()
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> str:
+    """A ``setpo.tiny`` Llama-architecture model with the character tokenizer, saved to a folder."""
+    from setpo.tiny import build_tiny_model
+
+    return str(build_tiny_model(tmp_path_factory.mktemp("tiny") / "llama", family="llama"))
+
+
+@pytest.fixture(scope="session")
+def tokenizer(tiny_model_dir):
+    """The tiny model's tokenizer as verl loads it (``HFModelConfig.tokenizer``, what the trainer uses)."""
+    from verl.utils.config import omega_conf_to_dataclass
+
+    from setpo.integrations.verl.runner import compose_config
+
+    cfg = compose_config([f"actor_rollout_ref.model.path={tiny_model_dir}"])
+    return omega_conf_to_dataclass(cfg.actor_rollout_ref.model).tokenizer
 
 
 @pytest.fixture

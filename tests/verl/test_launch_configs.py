@@ -12,7 +12,7 @@ import pytest
 from hydra.errors import InstantiationException
 
 from reproduce.scale.settings import SETTINGS, overrides
-from setpo.integrations.verl.runner import check_config, compose_config
+from setpo.integrations.verl.runner import check_config, compose_config, verl_ignored_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,6 +42,15 @@ def test_every_launch_script_composes_and_validates():
     assert seen_tables == {4, 5, 6, 7, 8}
 
 
+def test_no_launch_script_sets_a_key_verl_ignores():
+    """verl 0.9.1 logs a warning, and goes on, for settings its V1 trainer does not read (DAPO's
+    max_num_gen_batches); no script may carry one."""
+    for s in SETTINGS.values():
+        assert verl_ignored_settings(compose_config(overrides(s, "/data", 1, "/runs/x"))) == [], s.name
+    dapo = [o for o in overrides(SETTINGS["table6_setpo_dapo_math1.5b"], "/d", 1, "/r") if "filter_groups" in o]
+    assert dapo == ["algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=reward"]
+
+
 def _base():
     return overrides(SETTINGS["table4_setpo_grpo_math1.5b"], "/data", 1, "/runs/x")
 
@@ -56,6 +65,8 @@ def _base():
         (["actor_rollout_ref.actor.loss_agg_mode=mean"], "loss_agg_mode"),
         (["actor_rollout_ref.actor.policy_loss.loss_mode=nope"], "nope"),
         (["+setpo.embed_device=tpu"], "embed_device"),
+        (["algorithm.adv_estimator=setpo"], "adv_estimator=setpo does not exist"),
+        (["algorithm.filter_groups.enable=true", "algorithm.filter_groups.max_num_gen_batches=10"], "would ignore"),
     ],
 )
 def test_the_check_rejects_broken_configs(change, match):

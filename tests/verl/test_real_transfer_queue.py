@@ -37,7 +37,7 @@ def real_tq():
 def put_batch(tq, batch, tokenizer, partition):
     rows = []
     for text, reward, uid in zip(batch.texts, batch.rewards, batch.uids):
-        ids = torch.tensor(tokenizer.encode(text), dtype=torch.int64)
+        ids = torch.tensor(tokenizer.encode(text, add_special_tokens=False), dtype=torch.int64)
         scores = torch.zeros(ids.numel())
         scores[-1] = reward
         rows.append({"uid": uid, "responses": ids, "response_mask": torch.ones_like(ids), "rm_scores": scores})
@@ -49,15 +49,15 @@ def advantages(tq, keys, partition):
     return tq.kv_batch_get(keys=keys, partition_id=partition, select_fields=["advantages"])["advantages"].unbind()
 
 
-def test_hook_on_the_real_transfer_queue(real_tq, tokenizer):
+def test_hook_on_the_real_transfer_queue(real_tq, tokenizer, tiny_model_dir):
     batch = make_batch([5, 3, 6, 2], seed=21)
     lam = 0.4
     meta = put_batch(real_tq, batch, tokenizer, "base")
-    make_trainer(PPOTrainerSync, config(lam=None), tokenizer)._compute_advantage(meta, {})
+    make_trainer(PPOTrainerSync, config(tiny_model_dir, lam=None))._compute_advantage(meta, {})
     base = advantages(real_tq, batch.keys, "base")
     meta = put_batch(real_tq, batch, tokenizer, "setpo")
     metrics: dict = {}
-    make_trainer(SetPOTrainerSync, config(lam=lam), tokenizer)._compute_advantage(meta, metrics)
+    make_trainer(SetPOTrainerSync, config(tiny_model_dir, lam=lam))._compute_advantage(meta, metrics)
     got = advantages(real_tq, batch.keys, "setpo")
     credits = expected_credits(batch)
     for key, a, b in zip(batch.keys, got, base):

@@ -1,6 +1,6 @@
-"""Fakes for the verl adapter tests: a character-level tokenizer, an in-memory stand-in for the TransferQueue
-KV API (the Ray-backed store verl's V1 trainer reads and writes) and batches of fake rollouts laid out as
-verl's agent loop stores them.
+"""Fakes for the verl adapter tests: an in-memory stand-in for the TransferQueue KV API (the Ray-backed store
+verl's V1 trainer reads and writes) and batches of fake rollouts laid out as verl's agent loop stores them.
+The tokenizer is the real one (``setpo.tiny``'s character tokenizer, loaded by verl, see conftest.py).
 """
 
 from __future__ import annotations
@@ -13,24 +13,11 @@ from tensordict import NonTensorStack, TensorDict
 from transfer_queue import KVBatchMeta
 
 
-class CharTokenizer:
-    """One token per character (id = code point + 1); id 0 is padding. Enough for decode-and-embed tests."""
-
-    pad_token_id = 0
-    eos_token_id = 0
-
-    def encode(self, text: str) -> list[int]:
-        return [ord(c) + 1 for c in text]
-
-    def batch_decode(self, ids, skip_special_tokens: bool = True) -> list[str]:
-        return ["".join(chr(i - 1) for i in row if not (skip_special_tokens and i == 0)) for row in ids]
-
-
 class InMemoryTQ:
-    """The two TransferQueue calls of the V1 trainer's advantage step (kv_batch_get, kv_batch_put), on a dict.
+    """The two TransferQueue calls of the V1 trainer's advantage and padding steps (kv_batch_get, kv_batch_put).
 
     Per-token fields come back as jagged nested tensors and ``uid`` as a NonTensorStack, as verl's
-    ``_compute_advantage`` expects.
+    ``_compute_advantage`` expects; a put with new keys adds rows (verl's batch padding does that).
     """
 
     def __init__(self) -> None:
@@ -54,6 +41,10 @@ class InMemoryTQ:
         return TensorDict(out, batch_size=[len(keys)])
 
     def kv_batch_put(self, keys, partition_id, fields=None, tags=None) -> KVBatchMeta:
+        for i, k in enumerate(keys):
+            self.rows.setdefault((partition_id, k), {})
+            if tags is not None:
+                self.tags[(partition_id, k)] = dict(tags[i])
         if fields is not None:
             for name in fields.keys():
                 value = fields[name]
@@ -85,23 +76,33 @@ class FakeBatch:
             self.tags = [{"status": "success"} for _ in self.keys]
 
 
-def fill_store(store: InMemoryTQ, batch: FakeBatch, tokenizer: CharTokenizer, partition: str = "train") -> KVBatchMeta:
-    """Write a batch the way the agent loop does: nested per-token fields, reward on the last response token."""
-    for text, reward, uid, key, tag in zip(batch.texts, batch.rewards, batch.uids, batch.keys, batch.tags):
-        ids = torch.tensor(tokenizer.encode(text) or [1], dtype=torch.int64)  # verl responses hold >= 1 token
+def fill_store(
+    store: InMemoryTQ, batch: FakeBatch, tokenizer, partition: str = "train", rollout_log_probs: bool = False
+) -> KVBatchMeta:
+    """Write a batch the way the agent loop does: nested per-token fields, reward on the last response token.
+
+    With `rollout_log_probs`, rows also carry the rollout engine's log-probs: equal to ``old_log_probs`` except
+    in every third row, where the first token's differs by 1.5 nats (a ratio of e^1.5 ~ 4.5).
+    """
+    gen = torch.Generator().manual_seed(len(batch.keys))
+    for i, (text, reward, uid, key, tag) in enumerate(
+        zip(batch.texts, batch.rewards, batch.uids, batch.keys, batch.tags)
+    ):
+        ids = torch.tensor(tokenizer.encode(text, add_special_tokens=False), dtype=torch.int64)
         n = ids.numel()
+        assert n > 0, "verl responses hold at least one token"
         scores = torch.zeros(n, dtype=torch.float32)
         scores[-1] = reward
         mask = torch.zeros(n, dtype=torch.int64) if tag.get("is_padding") else torch.ones(n, dtype=torch.int64)
-        row = {
-            "uid": uid,
-            "responses": ids,
-            "response_mask": mask,
-            "rm_scores": scores,
-            "old_log_probs": -torch.rand(n),
-        }
-        store.add(partition, key, row, tag)
-    return KVBatchMeta(keys=list(batch.keys), tags=list(batch.tags), partition_id=partition)
+        old = -torch.rand(n, generator=gen)
+        row = {"uid": uid, "responses": ids, "response_mask": mask, "rm_scores": scores, "old_log_probs": old}
+        if rollout_log_probs:
+            rollout = old.clone()
+            if i % 3 == 0:
+                rollout[0] -= 1.5
+            row["rollout_log_probs"] = rollout
+        store.add(partition, key, row, {"seq_len": n, **tag})
+    return KVBatchMeta(keys=list(batch.keys), tags=[dict(t) for t in batch.tags], partition_id=partition)
 
 
 def make_batch(

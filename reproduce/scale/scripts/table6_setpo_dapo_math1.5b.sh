@@ -46,7 +46,6 @@ for SEED in $SEEDS; do
     "actor_rollout_ref.actor.clip_ratio_c=10.0" \
     "algorithm.filter_groups.enable=true" \
     "algorithm.filter_groups.metric=reward" \
-    "algorithm.filter_groups.max_num_gen_batches=10" \
     "actor_rollout_ref.rollout.name=vllm" \
     "actor_rollout_ref.rollout.n=6" \
     "actor_rollout_ref.rollout.temperature=0.9" \

@@ -1,8 +1,9 @@
-"""SetPO inside verl 0.9.1: the ``setpo`` advantage estimator, the ``setpo_sync`` V1 trainer mode, an entry point.
+"""SetPO inside verl 0.9.1: the ``setpo_sync`` V1 trainer mode and an entry point.
 
-Importing this package does not import verl: the pure pieces (config, grouping by uid, credits, broadcast to
-tokens, response decoding, the reward function) work anywhere. ``estimator``, ``trainer`` and ``runner``
-need verl (``bash scripts/setup_verl_env.sh`` makes ``.venv-verl``). Launch with
+There is no ``setpo`` advantage estimator: verl 0.9.1 never passes the responses to an estimator, so the
+credit is added by the trainer mode. Importing this package does not import verl: the pure pieces (config,
+grouping by uid, credits, broadcast to tokens, response decoding, the reward function) work anywhere.
+``trainer`` and ``runner`` need verl (``bash scripts/setup_verl_env.sh`` makes ``.venv-verl``). Launch with
 ``python -m setpo.integrations.verl <verl hydra overrides> trainer.v1.trainer_mode=setpo_sync +setpo.lambda=0.05``.
 """
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import torch
@@ -30,8 +31,10 @@ def embedder_from_config(cfg: SetPOVerlConfig) -> Embedder:
     """``setpo.embedders.build_embedder(cfg.embedder, device=cfg.embed_device, **cfg.embedder_kwargs)``."""
     if cfg.embed_device == "cuda" and not torch.cuda.is_available():
         raise ValueError(
-            "setpo.embed_device=cuda but this process sees no CUDA device (the verl trainer process holds no "
-            "GPU unless CUDA_VISIBLE_DEVICES reaches it); use setpo.embed_device=cpu"
+            "setpo.embed_device=cuda but this process sees no CUDA device (CUDA_VISIBLE_DEVICES="
+            f"{os.environ.get('CUDA_VISIBLE_DEVICES')!r}). verl's TaskRunner reserves no GPU: it sees the GPUs of "
+            "its node only on Ray >= 2.49 with RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO=0 (python -m "
+            "setpo.integrations.verl sets it) and only on a node that has GPUs; otherwise use setpo.embed_device=cpu"
         )
     kwargs = dict(cfg.embedder_kwargs)
     kwargs.setdefault("device", cfg.embed_device)

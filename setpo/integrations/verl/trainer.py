@@ -35,7 +35,7 @@ SETPO_FIELDS = ["uid", "responses", "response_mask", "advantages"]
 #: Base estimators the SetPO mode refuses; any group-relative outcome estimator (GRPO, RLOO, ...) works.
 INCOMPATIBLE_ESTIMATORS = {
     "gae": "it needs a critic and returns value targets",
-    "setpo": "it would add the credit twice",
+    "setpo": "there is no such estimator (verl 0.9.1 never passes the responses to one)",
 }
 
 
@@ -118,13 +118,20 @@ class SetPOTrainerSync(PPOTrainerSync):
         return super()._build_replay_buffer()
 
     def _init_setpo(self) -> None:
+        """Read the ``setpo`` section and build the embedder now (lambda > 0), before verl loads any model.
+
+        A wrong embedder name, a missing package or a GPU this process cannot see then fails at start-up,
+        not at the first advantage step after model loading and a rollout.
+        """
         self.setpo_config = SetPOVerlConfig.from_mapping(self.config.get("setpo"))
         check_base_estimator(self.config.algorithm.adv_estimator)
         self._setpo_embedder: Embedder | None = None
+        if self.setpo_config.lam > 0:
+            self._setpo_embedder = embedder_from_config(self.setpo_config)
 
     @property
     def setpo_embedder(self) -> Embedder:
-        """Built on first use, in this (trainer) process, on ``setpo.embed_device``."""
+        """Built at init (lambda > 0) or on first use, in this (trainer) process, on ``setpo.embed_device``."""
         if self._setpo_embedder is None:
             self._setpo_embedder = embedder_from_config(self.setpo_config)
         return self._setpo_embedder
