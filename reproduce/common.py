@@ -151,7 +151,10 @@ class RunDir:
         # What is in the folder now and not on the list is someone else's, unless the run rewrites it.
         self._before = _stats(self.path) if self.path.is_dir() else {}
         self._files.add("config.json")
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise RunExistsError(f"cannot create the run folder {self.path}: {err.strerror or err}") from err
         self._write_manifest()  # before anything else, so an interrupted start is still recognised as a run
         cfg_file = self.path / "config.json"
         if not cfg_file.exists():
