@@ -61,6 +61,7 @@ def test_cuda_embedder_runner_keeps_gpu_visibility_in_its_runtime_env():
 
     options = runner.task_runner_options(SetPOVerlConfig(embed_device="cuda"), active=True)
     assert options == {"runtime_env": {"env_vars": {"RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0"}}}
+    assert hasattr(runner.task_runner(SetPOVerlConfig(embed_device="cuda"), active=True), "options"), "run_ppo calls it"
     assert runner.task_runner(SetPOVerlConfig(embed_device="cpu"), active=True) is runner.SetPOTaskRunner
     assert runner.task_runner(SetPOVerlConfig(embed_device="cuda"), active=False) is runner.SetPOTaskRunner
 

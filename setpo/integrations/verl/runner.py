@@ -176,9 +176,12 @@ def task_runner_options(setpo_cfg: SetPOVerlConfig, active: bool) -> dict[str, A
 
 
 def task_runner(setpo_cfg: SetPOVerlConfig, active: bool) -> Any:
-    """The TaskRunner actor class (with ``task_runner_options``) to hand to verl's ``run_ppo``."""
+    """The TaskRunner actor class (with ``task_runner_options`` as its defaults) to hand to verl's ``run_ppo``.
+
+    A Ray actor class rather than ``.options(...)``'s wrapper, so that ``run_ppo`` can still call ``.options``.
+    """
     options = task_runner_options(setpo_cfg, active)
-    return SetPOTaskRunner.options(**options) if options else SetPOTaskRunner
+    return ray.remote(**options)(SetPOTaskRunner.__ray_actor_class__) if options else SetPOTaskRunner
 
 
 @hydra.main(config_path=f"pkg://{CONFIG_MODULE}", config_name=CONFIG_NAME, version_base=None)
