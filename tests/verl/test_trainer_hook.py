@@ -242,3 +242,34 @@ def test_takes_verl_sync_branches(cfg):
     assert trainer.config.trainer.v1.trainer_mode == "setpo_sync"
     assert trainer.trainer_mode == "sync"
     assert isinstance(trainer.replay_buffer, ReplayBuffer) and not isinstance(trainer.replay_buffer, ReplayBufferAsync)
+
+
+def test_placebo_moves_every_credit_to_another_group(store, tokenizer, cfg):
+    batch = make_batch([5, 5, 5, 5], seed=11)
+    base, _, _ = run_step(PPOTrainerSync, cfg(lam=None), store, batch, tokenizer)
+    lam = 0.5
+    got, _, metrics = run_step(SetPOTrainerSync, cfg(lam=lam, extra=["+setpo.placebo=true"]), store, batch, tokenizer)
+    credits = expected_credits(batch)
+    applied = {k: float((a - b)[0]) / lam for k, a, b in zip(batch.keys, got, base)}
+    true = sorted(credits.values())
+    assert sorted(applied.values()) == pytest.approx(true, abs=1e-6)  # same magnitudes, permuted
+    assert metrics["setpo/placebo"] == 1.0
+    for key, uid in zip(batch.keys, batch.uids):
+        others = [credits[k] for k, u in zip(batch.keys, batch.uids) if u != uid]
+        assert min(abs(applied[key] - v) for v in others) < 1e-6  # it came from another group
+
+
+def test_target_ratio_sets_lambda_from_the_batch(store, tokenizer, cfg):
+    batch = make_batch([5, 4, 6], seed=3)
+    base, _, _ = run_step(PPOTrainerSync, cfg(lam=None), store, batch, tokenizer)
+    got, _, metrics = run_step(
+        SetPOTrainerSync, cfg(lam=0.0, extra=["+setpo.target_ratio=0.2"]), store, batch, tokenizer
+    )
+    credits = expected_credits(batch)
+    lam = metrics["setpo/lambda"]
+    s = torch.tensor([credits[k] for k in batch.keys], dtype=torch.float64)
+    a_bar = torch.stack([b[0] for b in base]).double()
+    assert lam > 0
+    assert (lam * s.abs().mean() / a_bar.abs().mean()).item() == pytest.approx(0.2, rel=1e-5)
+    for key, a, b in zip(batch.keys, got, base):
+        torch.testing.assert_close(a, b + torch.tensor(lam * credits[key], dtype=b.dtype), rtol=0, atol=1e-6)

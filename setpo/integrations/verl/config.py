@@ -37,6 +37,11 @@ class SetPOVerlConfig:
     small_group: groups of fewer than 3 rollouts have no leave-one-out credit (D of a singleton is undefined):
         "zero" gives them s = 0 (their base advantage is kept), "raise" stops with a ValueError.
     skip_special_tokens: passed to ``tokenizer.batch_decode`` when turning response ids into text.
+    target_ratio: when set (> 0), lambda is set every step so that mean|lambda s| / mean|A_bar| over the scored rows
+        equals it (the last value is kept when a batch gives no ratio); ``lam`` then only switches SetPO on.
+    placebo: every scored row gets the credit of a row from another uid group (same magnitudes, no diversity
+        information), drawn from a generator seeded by ``seed`` and the training step.
+    seed: seed of the placebo permutation.
     """
 
     lam: float = PAPER_LAMBDA["grpo"]
@@ -46,6 +51,9 @@ class SetPOVerlConfig:
     shaping: str = "neglog1p"
     small_group: SmallGroupPolicy = "zero"
     skip_special_tokens: bool = True
+    target_ratio: float | None = None
+    placebo: bool = False
+    seed: int = 0
 
     def __post_init__(self) -> None:
         lam = self.lam
@@ -62,6 +70,18 @@ class SetPOVerlConfig:
             raise ValueError(f"setpo.small_group must be 'zero' or 'raise', got {self.small_group!r}")
         if not isinstance(self.skip_special_tokens, bool):
             raise ValueError(f"setpo.skip_special_tokens must be a bool, got {self.skip_special_tokens!r}")
+        r = self.target_ratio
+        if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r <= 0):
+            raise ValueError(f"setpo.target_ratio must be None or a finite number > 0, got {r!r}")
+        if not isinstance(self.placebo, bool):
+            raise ValueError(f"setpo.placebo must be a bool, got {self.placebo!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ValueError(f"setpo.seed must be an integer, got {self.seed!r}")
+
+    @property
+    def enabled(self) -> bool:
+        """True when the credit is added (lambda > 0 or a target ratio)."""
+        return self.lam > 0 or self.target_ratio is not None
 
     @classmethod
     def from_mapping(cls, section: Mapping[str, Any] | None) -> SetPOVerlConfig:
@@ -92,6 +112,8 @@ class SetPOVerlConfig:
         """The hydra command-line overrides that reproduce this config (``+setpo.lambda=...`` and friends)."""
         out = []
         for key, value in asdict(self).items():
+            if key in _CONTROLS and value == _CONTROLS[key]:
+                continue  # experiment controls appear only when used
             name = "lambda" if key == "lam" else key
             if key == "embedder_kwargs":
                 for k, v in value.items():
@@ -101,7 +123,13 @@ class SetPOVerlConfig:
         return out
 
 
+#: Experiment controls and their off values (not part of the paper's settings).
+_CONTROLS: dict[str, Any] = {"target_ratio": None, "placebo": False, "seed": 0}
+
+
 def _hydra_value(value: Any) -> str:
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str) and any(c in value for c in " ,=[]{}()'\""):

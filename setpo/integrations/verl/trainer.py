@@ -20,6 +20,7 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
+from setpo.core.controls import placebo_permutation, ratio_lambda
 from setpo.embedders import Embedder
 from setpo.integrations.verl.config import SetPOVerlConfig
 from setpo.integrations.verl.embedding import decode_responses, embed_texts, embedder_from_config
@@ -61,11 +62,15 @@ def shape_advantages(
     tokenizer: Any,
     embedder: Embedder,
     cfg: SetPOVerlConfig,
+    step: int = 0,
+    last_lambda: float = 0.0,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """A_bar + lambda * s on one batch as read from the TransferQueue (nested jagged fields).
 
-    Returns the new advantages as a jagged nested tensor (the layout to write back) and logging metrics.
-    Rows tagged ``is_padding`` (verl's batch-size padding) get no credit and do not join any group.
+    Returns the new advantages as a jagged nested tensor (the layout to write back) and logging metrics
+    (``setpo/lambda`` is the lambda used). Rows tagged ``is_padding`` (verl's batch-size padding) get no credit and
+    do not join any group. ``cfg.placebo`` permutes the credits across uid groups (seeded by ``cfg.seed`` and
+    ``step``); ``cfg.target_ratio`` sets lambda from this batch (``last_lambda`` when the batch gives no ratio).
     """
     response_mask = data["response_mask"]
     n = len(batch_keys)
@@ -89,14 +94,26 @@ def shape_advantages(
     emb = embed_texts(embedder, texts)
     t1 = time.perf_counter()
     credits = credits_by_uid(emb, row_uids, g=cfg.shaping, small_group=cfg.small_group)
+    if cfg.placebo:
+        group_ids = torch.as_tensor([list(dict.fromkeys(row_uids)).index(u) for u in row_uids])
+        generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
+        credits = credits[placebo_permutation(group_ids, generator)]
+    lam = cfg.lam
+    if cfg.target_ratio is not None:
+        # outcome estimators broadcast one A_bar per row over its response tokens
+        row_mask = mask[torch.as_tensor(rows)].double()
+        base = (advantages[torch.as_tensor(rows)].double() * row_mask).sum(-1) / row_mask.sum(-1).clamp_min(1)
+        found = ratio_lambda(credits, base, cfg.target_ratio)
+        lam = last_lambda if found is None else found
     t2 = time.perf_counter()
     by_row = torch.zeros(n, dtype=torch.float64)
     by_row[torch.as_tensor(rows)] = credits
     row_credits = by_row[torch.as_tensor(final_rows)][torch.as_tensor(row_to_session)]
-    shaped = add_credits_to_token_advantages(advantages, mask, row_credits, cfg.lam)
+    shaped = add_credits_to_token_advantages(advantages, mask, row_credits, lam)
 
     metrics = credit_metrics(credits, group_rows_by_uid(row_uids))
-    metrics["setpo/lambda"] = float(cfg.lam)
+    metrics["setpo/lambda"] = float(lam)
+    metrics["setpo/placebo"] = float(cfg.placebo)
     metrics["timing_s/setpo_embed"] = t1 - t0
     metrics["timing_s/setpo_credit"] = t2 - t1
     return response_to_nested(shaped, response_mask), metrics
@@ -126,7 +143,8 @@ class SetPOTrainerSync(PPOTrainerSync):
         self.setpo_config = SetPOVerlConfig.from_mapping(self.config.get("setpo"))
         check_base_estimator(self.config.algorithm.adv_estimator)
         self._setpo_embedder: Embedder | None = None
-        if self.setpo_config.lam > 0:
+        self._setpo_last_lambda = 0.0
+        if self.setpo_config.enabled:
             self._setpo_embedder = embedder_from_config(self.setpo_config)
 
     @property
@@ -138,13 +156,21 @@ class SetPOTrainerSync(PPOTrainerSync):
 
     def _compute_advantage(self, batch, metrics: dict):
         batch = super()._compute_advantage(batch, metrics)
-        if self.setpo_config.lam == 0:
+        if not self.setpo_config.enabled:
             return batch
         t0 = time.perf_counter()
         data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=SETPO_FIELDS)
         shaped, setpo_metrics = shape_advantages(
-            data, batch.keys, batch.tags, self.tokenizer, self.setpo_embedder, self.setpo_config
+            data,
+            batch.keys,
+            batch.tags,
+            self.tokenizer,
+            self.setpo_embedder,
+            self.setpo_config,
+            step=int(getattr(self, "global_steps", 0) or 0),
+            last_lambda=self._setpo_last_lambda,
         )
+        self._setpo_last_lambda = setpo_metrics["setpo/lambda"]
         batch = tq.kv_batch_put(
             keys=batch.keys,
             partition_id=batch.partition_id,
