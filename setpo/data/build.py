@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from tqdm.auto import tqdm
-
 from setpo.data.load import DatasetUnavailableError, load_split, read_table
 from setpo.data.records import EXTRA_INFO_FIELDS, META_FIELDS, build_record
 from setpo.data.sources import SPECS, get_spec
@@ -205,6 +203,8 @@ def prepare_datasets(
     jobs = [(d, s) for d in datasets for s in get_spec(d).splits if splits is None or s in splits]
     if not jobs:
         raise ValueError(f"nothing to prepare for datasets={list(datasets)} splits={splits}")
+    from tqdm.auto import tqdm  # imported here: tqdm is not a core dependency
+
     done, missing = {}, {}
     for d, s in tqdm(jobs, desc="prepare", unit="split"):
         try:

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
 import torch
-from tqdm.auto import tqdm
 
 Messages = list[dict[str, str]]
 Generator = Callable[[Sequence[Messages]], list[list[str]]]
@@ -106,6 +105,8 @@ class HFGenerator:
                     f"longest prompt ({longest} tokens) + max_new_tokens ({cfg.max_new_tokens}) exceeds the model's "
                     f"max_position_embeddings ({limit}); lower max_new_tokens or use a model with a longer context"
                 )
+        from tqdm.auto import tqdm  # imported here: tqdm is not a core dependency
+
         was_training = self.model.training
         self.model.eval()
         try:

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from tqdm.auto import tqdm
-
 N_SOLUTIONS = 16
 DEFAULT_MODEL = "gemini-2.5-flash"
 
@@ -158,6 +156,8 @@ def judge_generations(
             if ln.strip():
                 r = json.loads(ln)
                 done[r["index"]] = r
+    from tqdm.auto import tqdm  # imported here: tqdm is not a core dependency
+
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("a") as f:
         for row in tqdm(rows, desc="judge", disable=not progress):

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from tqdm.auto import tqdm
-
 from setpo.eval.extract import extract_boxed, normalize_answer, strip_percent
 
 #: Names the extraction rule and answer normalisation; stored with every result so a rule change is never resumed.
@@ -138,6 +136,8 @@ def verify_many(
     """Check completions[i] against golds[i]; ``workers > 1`` uses that many processes (timeouts stay on)."""
     if len(completions) != len(golds):
         raise ValueError(f"{len(completions)} completions but {len(golds)} reference answers")
+    from tqdm.auto import tqdm  # imported here: tqdm is not a core dependency
+
     verifier = verifier or MathVerifier()
     items = list(zip(completions, golds))
     if workers <= 1:
