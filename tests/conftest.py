@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -43,3 +44,11 @@ def _seed_everything():
 def rng() -> np.random.Generator:
     """A seeded numpy generator for tests that draw their own data."""
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="session")
+def bench_dir() -> Path:
+    """The benchmark copies the tests read: $SETPO_BENCHMARK_DIR, else those shipped in tests/fixtures."""
+    from bench_paths import BENCH
+
+    return BENCH
