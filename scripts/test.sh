@@ -1,16 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite: set up the environments if needed, then lint, unit/property/integration tests,
-# notebooks (nbmake), the theory checks (python -m theory) and the verl adapter tests in their own venv.
+# notebooks (nbmake), the theory checks (python -m theory), the verl adapter tests in their own venv, and the
+# wheel installed into the oldest supported TRL stack with the core + TRL tests (scripts/check_compat.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_env.sh
 . "${SETPO_VENV:-.venv}/bin/activate"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-# The offline benchmark copies live in shared/ beside the repository unless told otherwise.
-if [ -z "${SETPO_BENCHMARK_DIR:-}" ] && [ -d ../shared/data/benchmarks ]; then
-  SETPO_BENCHMARK_DIR=$(cd ../shared/data/benchmarks && pwd)
-  export SETPO_BENCHMARK_DIR
-fi
+# The tests read the benchmark copies shipped in tests/fixtures (or $SETPO_BENCHMARK_DIR when set).
 
 echo "== ruff"
 ruff check .
@@ -27,3 +24,6 @@ if [ -d tests/verl ]; then
   bash scripts/setup_verl_env.sh
   .venv-verl/bin/python -m pytest -q tests/verl
 fi
+
+echo "== oldest supported versions: the built wheel in .venv-oldest, core + TRL tests (scripts/check_compat.sh)"
+bash scripts/check_compat.sh
