@@ -19,8 +19,16 @@ from pathlib import Path
 from reproduce.common import _OPEN_RUNS, UsageError, cli
 
 # Experiments the all-in-one profiles run, in order (module names under reproduce/).
-EXPERIMENTS = ["toy_bandit", "countdown", "overhead", "gapo_lists"]
-AVAILABLE = EXPERIMENTS + ["math_pipeline", "countdown_evidence", "credit_scale", "smollm2_primes"]
+EXPERIMENTS = [
+    "countdown_evidence",
+    "smollm2_primes",
+    "credit_scale",
+    "toy_bandit",
+    "countdown",
+    "overhead",
+    "gapo_lists",
+]
+AVAILABLE = EXPERIMENTS + ["math_pipeline"]
 PROG = "python -m reproduce"
 _NUMBER = re.compile(r"^-\d|^-\.\d")
 

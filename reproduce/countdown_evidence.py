@@ -36,6 +36,7 @@ import itertools
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -43,7 +44,18 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from reproduce.common import PAPER_FIGURES, RunDir, publish, write_json
+from reproduce.common import (
+    PAPER_FIGURES,
+    Parser,
+    RunDir,
+    UsageError,
+    add_run_options,
+    check_publish,
+    count,
+    default_out,
+    publish,
+    write_json,
+)
 from reproduce.countdown import CountdownProfile, stage_sft
 from reproduce.evidence import analyse, arms, checkpoint_callback
 from setpo.tasks.countdown import (
@@ -142,8 +154,8 @@ def problem_pool(max_number: int = 9, max_target: int = 30) -> list[CountdownPro
     """Every problem with 3 numbers in 1..max_number and a target in 1..max_target that has >= 2 solutions."""
     pool = []
     for nums in itertools.combinations_with_replacement(range(1, max_number + 1), 3):
-        for target, count in sorted(reachable_targets(nums, 1, max_target).items()):
-            if count >= 2:
+        for target, n_solutions in sorted(reachable_targets(nums, 1, max_target).items()):
+            if n_solutions >= 2:
                 pool.append(CountdownProblem(target, nums))
     return pool
 
@@ -276,22 +288,44 @@ def stage_eval(run: RunDir, prof: EvidenceProfile, model_path: Path, test, name:
 # --------------------------------------------------------------------------- entry point
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
+def _size(prof) -> dict[str, int]:
+    """What a published result's scale is judged by (see `reproduce.common.check_publish`)."""
+    return {"seeds": prof.seeds, "rl_steps": prof.rl_steps, "eval_n": prof.eval_n, "group_sizes": len(prof.group_sizes)}
+
+
+def build_parser() -> Parser:
+    """The command-line options."""
+    p = Parser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
-    p.add_argument("--out", type=Path, default=None, help=f"run folder (default runs/{NAME}/<profile>)")
-    p.add_argument("--seeds", type=int, default=None, help="seeds per arm: 0..N-1 (default: the profile's)")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    p.add_argument("--overwrite", action="store_true", help="replace a run folder holding a different config")
-    p.add_argument("--publish", action="store_true", help=f"copy figure and tables to paper_figures/{NAME}/")
-    args = p.parse_args(argv)
+    p.add_argument("--seeds", type=count, default=None, help="seeds per arm: 0..N-1, N >= 2 (default: the profile's)")
+    p.add_argument("--threads", type=count, default=1, help="torch CPU threads")
+    add_run_options(p, NAME)
+    return p
+
+
+def prepare(argv: list[str] | None = None) -> Callable[[], int]:
+    """Parse and check every option and the run folder (writing nothing); returns the run to start."""
+    args = build_parser().parse_args(argv)
     prof = PROFILES[args.profile]
     if args.seeds is not None:
         if args.seeds < 2:
-            p.error("--seeds must be >= 2 (paired statistics over seeds)")
+            raise UsageError("--seeds must be >= 2 (the statistics are paired over seeds)")
         prof = replace(prof, seeds=args.seeds)
-    run = RunDir(args.out or Path("runs") / NAME / args.profile, {"profile": args.profile, **asdict(prof)},
-                 overwrite=args.overwrite)  # fmt: skip
+    out = args.out or default_out(NAME, args.profile, seeds=args.seeds)
+    config = {"profile": args.profile, **asdict(prof)}
+    RunDir.check(out, config, args.overwrite)
+    if args.publish:
+        check_publish(PAPER_FIGURES / NAME, args.profile, _size(prof), args.force_publish)
+    return lambda: _execute(args, prof, out, config)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line (see the module docstring)."""
+    return prepare(argv)()
+
+
+def _execute(args: argparse.Namespace, prof, out: Path, config: dict) -> int:
+    run = RunDir(out, config, overwrite=args.overwrite)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     torch.set_num_threads(max(1, args.threads))
     t0 = time.perf_counter()
@@ -316,10 +350,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     files = analyse(run, prof, evals, "Does SetPO beat GRPO's frontier and a placebo? (Countdown, tiny LM)", setting)
     write_json(run.path / "timing.json", {"wall_s_this_call": time.perf_counter() - t0})
+    run.close()
     print((run.path / "summary.md").read_text())
     print(f"wall time {time.perf_counter() - t0:.1f} s; results in {run.path}")
     if args.publish:
-        print(f"published to {publish(files, PAPER_FIGURES / NAME)}")
+        dest = publish(files, PAPER_FIGURES / NAME, args.profile, _size(prof), args.force_publish)
+        print(f"published to {dest}")
     return 0
 
 

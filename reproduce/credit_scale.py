@@ -16,13 +16,23 @@ import argparse
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from reproduce.common import PAPER_FIGURES, RunDir, publish
+from reproduce.common import (
+    PAPER_FIGURES,
+    Parser,
+    RunDir,
+    add_run_options,
+    check_publish,
+    count,
+    default_out,
+    publish,
+)
 
 NAME = "credit_scale"
 PAPER_LAMBDAS = (0.05, 0.1, 0.5)
@@ -50,7 +60,7 @@ class CreditScaleProfile:
 
 PROFILES = {
     "smoke": CreditScaleProfile(questions=2, samples=3, max_new_tokens=8, group_sizes=(3,), embedders=("hashed",)),
-    "quick": CreditScaleProfile(),
+    "quick": CreditScaleProfile(questions=8, samples=6, max_new_tokens=64, group_sizes=(3, 6)),
     "full": CreditScaleProfile(questions=64, samples=8, max_new_tokens=192),
 }
 
@@ -72,7 +82,7 @@ def stage_samples(run: RunDir, prof: CreditScaleProfile) -> dict:
 
     path = benchmark_dir() / "gsm8k" / "test.jsonl"
     if not path.is_file():
-        raise SystemExit(f"GSM8K copy not found at {path}; set SETPO_BENCHMARK_DIR to the benchmarks folder")
+        raise FileNotFoundError(f"GSM8K copy not found at {path}; set SETPO_BENCHMARK_DIR to the benchmarks folder")
     rows = [json.loads(line) for line in path.read_text().splitlines()[: prof.questions]]
     model, tok = load_pretrained("smollm2-135m-instruct")
     t0 = time.perf_counter()
@@ -113,18 +123,40 @@ def credit_scale(completions: list[list[str]], correct: list[list[bool]], embedd
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
+def build_parser() -> Parser:
+    """The command-line options."""
+    p = Parser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
-    p.add_argument("--out", type=Path, default=None, help=f"run folder (default runs/{NAME}/<profile>)")
-    p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
-    p.add_argument("--overwrite", action="store_true", help="replace a run folder holding a different config")
-    p.add_argument("--publish", action="store_true", help=f"copy the table to paper_figures/{NAME}/")
-    args = p.parse_args(argv)
+    p.add_argument("--threads", type=count, default=2, help="torch CPU threads")
+    add_run_options(p, NAME)
+    return p
+
+
+def prepare(argv: list[str] | None = None) -> Callable[[], int]:
+    """Parse and check every option and the run folder (writing nothing); returns the run to start."""
+    args = build_parser().parse_args(argv)
     prof = PROFILES[args.profile]
-    run = RunDir(args.out or Path("runs") / NAME / args.profile, {"profile": args.profile, **asdict(prof)},
-                 overwrite=args.overwrite)  # fmt: skip
-    torch.set_num_threads(max(1, args.threads))
+    out = args.out or default_out(NAME, args.profile)
+    config = {"profile": args.profile, **asdict(prof)}
+    RunDir.check(out, config, args.overwrite)
+    if args.publish:
+        check_publish(PAPER_FIGURES / NAME, args.profile, _size(prof), args.force_publish)
+    return lambda: _execute(args, prof, out, config)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line (see the module docstring)."""
+    return prepare(argv)()
+
+
+def _size(prof: CreditScaleProfile) -> dict[str, int]:
+    """What a published result's scale is judged by (see `reproduce.common.check_publish`)."""
+    return {"questions": prof.questions, "samples": prof.samples, "max_new_tokens": prof.max_new_tokens}
+
+
+def _execute(args: argparse.Namespace, prof: CreditScaleProfile, out: Path, config: dict) -> int:
+    run = RunDir(out, config, overwrite=args.overwrite)
+    torch.set_num_threads(args.threads)
     from setpo.embedders import build_embedder
 
     samples = stage_samples(run, prof)
@@ -161,10 +193,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     (run.path / "credit_scale.md").write_text("\n".join(lines) + "\n")
     (run.path / "credit_scale.json").write_text(json.dumps(rows, indent=2) + "\n")
+    run.close()
     print("\n".join(lines))
     if args.publish:
         files = [run.path / "credit_scale.md", run.path / "credit_scale.json"]
-        print(f"published to {publish(files, PAPER_FIGURES / NAME)}")
+        print(f"published to {publish(files, PAPER_FIGURES / NAME, args.profile, _size(prof), args.force_publish)}")
     return 0
 
 
