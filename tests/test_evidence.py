@@ -108,7 +108,8 @@ def test_credit_scale_matches_algorithm_1():
     assert out["lambda_for_ratio_0.1"] * float(s[varied].abs().mean()) / out["mean_abs_A"] == pytest.approx(0.1)
 
 
-def test_credit_scale_smoke_on_smollm2(tmp_path):
+def test_credit_scale_smoke_on_smollm2(tmp_path, bench_dir, monkeypatch):
+    monkeypatch.setenv("SETPO_BENCHMARK_DIR", str(bench_dir))
     assert cs.main(["--profile", "smoke", "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "credit_scale.json").read_text())
     assert [r["G"] for r in rows] == [3] and rows[0]["mean_abs_s"] > 0
