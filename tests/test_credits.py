@@ -11,7 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import BATCH_SHAPES, KERNEL_KINDS, SHAPING_SPECS, kernels, make_kernel, seeds, shapings, user_shaping
 
-from setpo import cosine_kernel, get_shaping, local_mass, loo_credits, loo_credits_reference, set_diversity
+from setpo.core import (
+    cosine_kernel,
+    get_shaping,
+    group_credits,
+    local_mass,
+    loo_credits,
+    loo_credits_reference,
+    set_diversity,
+)
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
 STRICTLY_DECREASING = ("neglog1p", "linear", "exp", "inverse", user_shaping)
@@ -262,3 +270,32 @@ def test_bad_kernels_raise(fn, K, match):
 def test_local_mass_needs_two_members(fn):
     with pytest.raises(ValueError, match="G=1"):
         fn(torch.ones(1, 1))
+
+
+@pytest.mark.parametrize("clamp", [True, False])
+@pytest.mark.parametrize("g", ["neglog1p", "linear"])
+def test_group_credits_is_the_kernel_then_the_closed_form_in_both_layouts(clamp, g):
+    e = torch.randn(4, 5, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    K = cosine_kernel(e, clamp=clamp)
+    want = loo_credits(K, g)
+    got, diversity = group_credits(e, 5, clamp=clamp, shaping=g, return_diversity=True)
+    assert torch.equal(got, want) and torch.equal(diversity, set_diversity(K, g))
+    flat = group_credits(e.reshape(20, 7), 5, clamp=clamp, shaping=g)
+    assert flat.shape == (20,) and torch.equal(flat, want.reshape(20))
+
+
+def test_group_credits_small_groups_and_bad_layouts():
+    e = torch.randn(6, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match="G=2 is too small"):
+        group_credits(e, 2)
+    s, diversity = group_credits(e, 2, on_small_group="zero", return_diversity=True)
+    assert torch.equal(s, torch.zeros(6, dtype=torch.float64)) and bool(torch.isnan(diversity).all())
+    with pytest.raises(ValueError, match="not divisible by the group size 4"):
+        group_credits(e, 4)
+    with pytest.raises(ValueError, match=r"\(B, G, d\) with G = 4"):
+        group_credits(e.reshape(2, 3, 3), 4)
+    for bad in (0, True, 2.0):
+        with pytest.raises(ValueError, match="group_size must be an integer"):
+            group_credits(e, bad)
+    with pytest.raises(ValueError, match="unknown on_small_group option 'skip'"):
+        group_credits(e, 3, on_small_group="skip")

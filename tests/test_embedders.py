@@ -14,6 +14,7 @@ import torch
 
 from setpo import cosine_kernel
 from setpo.embedders import (
+    POLICY_EMBEDDER,
     CachedEmbedder,
     Embedder,
     EmbeddingCache,
@@ -24,6 +25,8 @@ from setpo.embedders import (
     build_embedder,
     check_embedder_spec,
     default_offline_model_path,
+    embedder_accepts,
+    is_policy_embedder,
     mean_pool_hidden_states,
     mean_pool_hidden_states_reference,
     register_embedder,
@@ -427,6 +430,13 @@ def test_build_embedder_typo_lists_the_registered_names(tmp_path):
     assert check_embedder_spec("policy", extra_names=("policy",)) == "policy"
     with pytest.raises(ValueError, match="unknown embedder 'policy'"):
         check_embedder_spec("policy")
+
+
+def test_policy_spec_and_which_embedders_take_model_arguments():
+    assert is_policy_embedder(" Policy ") and is_policy_embedder(POLICY_EMBEDDER) and not is_policy_embedder("hashed")
+    model_args = ("device", "batch_size", "max_length")
+    assert embedder_accepts("minilm", model_args) and embedder_accepts("org/model", model_args)
+    assert not embedder_accepts("hashed", model_args) and embedder_accepts("hashed", ("device", "dim"))
 
 
 def test_build_embedder_kwargs_on_an_object_raise():

@@ -43,16 +43,24 @@ def group_advantages(rewards, group_size: int, scale: RewardScale = "group", eps
     return centred.reshape(r.shape)
 
 
+def check_lambda(lam: object, name: str = "lambda") -> float:
+    """The weight lambda of eq. 6 as a float; ValueError naming `name` unless it is a finite real number >= 0."""
+    if isinstance(lam, torch.Tensor) and lam.numel() == 1:
+        lam = lam.item()
+    if isinstance(lam, bool) or not isinstance(lam, numbers.Real):
+        raise ValueError(f"{name} must be a number >= 0, got {lam!r}")
+    if not (math.isfinite(lam) and lam >= 0):
+        raise ValueError(f"{name} must be finite and >= 0, got {lam!r}")
+    return float(lam)
+
+
 def setpo_advantages(base_advantages, credits, lam: float) -> torch.Tensor:
     """A_hat_i = A_bar_i + lambda * s_i (paper eq. 6): added after base normalisation, s not centred or clipped."""
     a = as_float_tensor(base_advantages, "base_advantages")
     s = as_float_tensor(credits, "credits")
     if a.shape != s.shape:
         raise ValueError(f"base_advantages shape {tuple(a.shape)} and credits shape {tuple(s.shape)} differ")
-    if isinstance(lam, torch.Tensor) and lam.numel() == 1:
-        lam = lam.item()
-    if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not (math.isfinite(lam) and lam >= 0):
-        raise ValueError(f"lambda must be a finite real number >= 0, got {lam!r}")
+    lam = check_lambda(lam)
     check_finite(a, "base_advantages")
     check_finite(s, "credits")
-    return a + float(lam) * s.to(a.dtype)
+    return a + lam * s.to(a.dtype)

@@ -15,9 +15,11 @@ from setpo.core._checks import (
     compute_dtype,
     kernel_violation,
 )
-from setpo.core.diversity import ShapingSpec, check_finite_output, unchecked_local_mass, unchecked_set_diversity
-from setpo.core.shaping import Shaping, get_shaping
+from setpo.core.diversity import check_finite_output, set_diversity, unchecked_local_mass, unchecked_set_diversity
+from setpo.core.kernels import ZeroNormPolicy, cosine_kernel
+from setpo.core.shaping import Shaping, ShapingSpec, get_shaping
 
+#: What to do with a group of G < 3, where D(Omega \ {o_i}) is undefined: raise, or give every member credit 0.
 SmallGroupPolicy = Literal["raise", "zero"]
 NEGLOG1P = get_shaping("neglog1p")
 
@@ -42,8 +44,7 @@ def loo_credits(K, g: ShapingSpec = "neglog1p", on_small_group: SmallGroupPolicy
     agrees with Algorithm 1 to 1e-12 either way. Other shapings, negative kernels and inputs that need gradients
     take the general form.
     """
-    if on_small_group not in ("raise", "zero"):
-        raise ValueError(f"unknown on_small_group option {on_small_group!r}; use 'raise' or 'zero'")
+    check_small_group_policy(on_small_group)
     K = as_float_tensor(K, "kernel")
     G = check_square(K)
     if on_small_group == "zero" and G < 3:
@@ -61,6 +62,50 @@ def loo_credits(K, g: ShapingSpec = "neglog1p", on_small_group: SmallGroupPolicy
         return (s if s is not None else _closed_form(Kc, shaping)).to(out_dtype)
     s = _neglog1p_product(Kc, out_dtype)
     return (s if s is not None else _closed_form(Kc, shaping)).to(out_dtype)
+
+
+def check_small_group_policy(policy: object, name: str = "on_small_group") -> None:
+    """Raise ValueError naming `name` unless `policy` is a `SmallGroupPolicy` ('raise' or 'zero')."""
+    if policy not in ("raise", "zero"):
+        raise ValueError(f"unknown {name} option {policy!r}; use 'raise' or 'zero'")
+
+
+def group_credits(
+    embeddings,
+    group_size: int,
+    *,
+    clamp: bool = True,
+    shaping: ShapingSpec = "neglog1p",
+    on_small_group: SmallGroupPolicy = "raise",
+    on_zero_norm: ZeroNormPolicy = "isolate",
+    return_diversity: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """Credits s_i (eq. 5) of groups of `group_size` rows: cosine kernel (Sec. 3), then `loo_credits` (Lemma D.1).
+
+    ``embeddings`` (B * G, d), G = `group_size` consecutive rows per group, gives (B * G,) credits; (B, G, d) gives
+    (B, G). With ``return_diversity`` the result is ``(credits, D)``, D (B,) the set diversity D(Omega) (eq. 4) of
+    each group (NaN where G < 3). Credits come back in the embeddings' dtype (16-bit: see `loo_credits`).
+    """
+    e = as_float_tensor(embeddings, "embeddings")
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
+        raise ValueError(f"group_size must be an integer >= 1, got {group_size!r}")
+    if e.dim() == 2:
+        if e.shape[0] % group_size != 0:
+            raise ValueError(f"{e.shape[0]} embedding rows are not divisible by the group size {group_size}")
+        grouped = e.reshape(e.shape[0] // group_size, group_size, e.shape[1])
+    elif e.dim() == 3 and e.shape[1] == group_size:
+        grouped = e
+    else:
+        raise ValueError(
+            f"embeddings must have shape (B * G, d) or (B, G, d) with G = {group_size}, got {tuple(e.shape)}"
+        )
+    K = cosine_kernel(grouped, clamp=clamp, on_zero_norm=on_zero_norm)
+    credits = loo_credits(K, shaping, on_small_group).reshape(e.shape[:-1])
+    if not return_diversity:
+        return credits
+    if group_size < 3:
+        return credits, torch.full(K.shape[:-2], float("nan"), dtype=K.dtype, device=K.device)
+    return credits, set_diversity(K, shaping)
 
 
 _LOG2_MAX = {dtype: math.log2(torch.finfo(dtype).max) for dtype in (torch.float32, torch.float64)}

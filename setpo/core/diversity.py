@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Union
-
 import torch
 
 from setpo.core._checks import as_float_tensor, check_group_size, check_kernel_values, check_square, compute_dtype
-from setpo.core.shaping import Fn, Shaping, get_shaping
-
-ShapingSpec = Union[str, Shaping, Fn]
+from setpo.core.shaping import Shaping, ShapingSpec, get_shaping
 
 
 def validate_kernel(K, minimum: int, what: str) -> tuple[torch.Tensor, int]:

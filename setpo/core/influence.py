@@ -7,8 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from setpo.core._checks import as_float_tensor, check_finite, check_kernel_values, check_square
-from setpo.core.diversity import ShapingSpec
-from setpo.core.shaping import get_shaping
+from setpo.core.shaping import ShapingSpec, get_shaping
 
 
 def _validate(p, K) -> tuple[torch.Tensor, torch.Tensor]:

@@ -27,6 +27,9 @@ class Shaping:
         return self.g(x)
 
 
+#: What every function taking a shaping accepts: a registered name, a `Shaping`, or an elementwise callable.
+ShapingSpec = Union[str, Shaping, Fn]
+
 _REGISTRY: dict[str, Shaping] = {}
 
 
@@ -62,7 +65,7 @@ def _autograd_derivative(fn: Fn) -> Fn:
     return d
 
 
-def get_shaping(g: Union[str, Shaping, Fn] = "neglog1p") -> Shaping:
+def get_shaping(g: ShapingSpec = "neglog1p") -> Shaping:
     """Resolve a shaping spec: a registered name, a `Shaping`, or an elementwise callable (derivatives by autograd)."""
     if isinstance(g, Shaping):
         return g

@@ -5,11 +5,19 @@ from setpo.embedders.base import Embedder
 from setpo.embedders.cache import CachedEmbedder, EmbeddingCache
 from setpo.embedders.hashed import HashedNgramEmbedder
 from setpo.embedders.policy import (
+    POLICY_EMBEDDER,
     PolicyHiddenStateEmbedder,
+    is_policy_embedder,
     mean_pool_hidden_states,
     mean_pool_hidden_states_reference,
 )
-from setpo.embedders.registry import available_embedders, build_embedder, check_embedder_spec, register_embedder
+from setpo.embedders.registry import (
+    available_embedders,
+    build_embedder,
+    check_embedder_spec,
+    embedder_accepts,
+    register_embedder,
+)
 from setpo.embedders.sentence_transformer import (
     PAPER_MODEL,
     SentenceTransformerEmbedder,
@@ -20,6 +28,7 @@ from setpo.embedders.texts import embed_texts
 
 __all__ = [
     "PAPER_MODEL",
+    "POLICY_EMBEDDER",
     "CachedEmbedder",
     "Embedder",
     "EmbeddingCache",
@@ -33,6 +42,8 @@ __all__ = [
     "check_texts",
     "default_offline_model_path",
     "embed_texts",
+    "embedder_accepts",
+    "is_policy_embedder",
     "mean_pool_hidden_states",
     "mean_pool_hidden_states_reference",
     "offline_minilm",

@@ -9,6 +9,14 @@ import torch
 
 from setpo.embedders._checks import check_embeddings, check_texts
 
+#: The embedder spec that makes the trainers pool the policy's own hidden states (no separate model to build).
+POLICY_EMBEDDER = "policy"
+
+
+def is_policy_embedder(spec: object) -> bool:
+    """Whether `spec` (any case, surrounding spaces allowed) asks for the policy's hidden states."""
+    return isinstance(spec, str) and spec.strip().lower() == POLICY_EMBEDDER
+
 
 def _check_pool_inputs(hidden: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     if not isinstance(hidden, torch.Tensor) or not torch.is_floating_point(hidden) or hidden.dim() != 3:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from setpo.embedders.base import Embedder
@@ -55,6 +56,18 @@ def check_embedder_spec(spec: str, extra_names: Sequence[str] = ()) -> str:
         "Face Hub id of the form 'org/name' (e.g. 'Qwen/Qwen3-Embedding-0.6B', "
         "'sentence-transformers/all-MiniLM-L6-v2')"
     )
+
+
+def embedder_accepts(spec: str, names: Collection[str]) -> bool:
+    """Whether the embedder `spec` names is built with every keyword argument in `names` (a sentence-transformers
+    model takes device, batch_size, max_length, ...; a registered factory takes what its signature lists)."""
+    key = spec.strip().lower() if isinstance(spec, str) else None
+    if key not in _EMBEDDERS:
+        return isinstance(spec, str)  # an id or folder: a SentenceTransformerEmbedder
+    params = inspect.signature(_EMBEDDERS[key]).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return True
+    return set(names) <= {p.name for p in params if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
 
 
 def build_embedder(spec: str | Embedder, **kwargs) -> Embedder:

@@ -14,7 +14,8 @@ import yaml
 from trl import GRPOConfig, TrlParser
 
 from setpo.core import available_shapings
-from setpo.embedders import check_embedder_spec
+from setpo.core.advantages import check_lambda
+from setpo.embedders import POLICY_EMBEDDER, check_embedder_spec, is_policy_embedder
 from setpo.integrations.trl.presets import available_presets, get_preset
 
 EMBED_FIELDS = ("completion", "prompt+completion")
@@ -110,12 +111,7 @@ class SetPOConfig(GRPOConfig):
         return self.setpo_lambda > 0 or self.setpo_target_ratio is not None
 
     def _validate_setpo(self) -> None:
-        lam = self.setpo_lambda
-        if isinstance(lam, bool) or not isinstance(lam, (int, float)):
-            raise ValueError(f"setpo_lambda must be a number >= 0, got {lam!r}")
-        if not (math.isfinite(lam) and lam >= 0):
-            raise ValueError(f"setpo_lambda must be finite and >= 0, got {lam}")
-        self.setpo_lambda = float(lam)
+        self.setpo_lambda = check_lambda(self.setpo_lambda, "setpo_lambda")
         ratio = self.setpo_target_ratio
         if ratio is not None:
             if (
@@ -138,12 +134,12 @@ class SetPOConfig(GRPOConfig):
                 f"path), got {self.setpo_embedder!r}; pass an Embedder object to SetPOTrainer(embedder=...) instead"
             )
         try:
-            check_embedder_spec(self.setpo_embedder, extra_names=("policy",))
+            check_embedder_spec(self.setpo_embedder, extra_names=(POLICY_EMBEDDER,))
         except ValueError as err:
             raise ValueError(f"setpo_embedder: {err}") from None
         if self.setpo_embed_field not in EMBED_FIELDS:
             raise ValueError(f"unknown setpo_embed_field {self.setpo_embed_field!r}; use one of {EMBED_FIELDS}")
-        if self.setpo_embedder.strip().lower() == "policy" and self.setpo_embed_field != "completion":
+        if is_policy_embedder(self.setpo_embedder) and self.setpo_embed_field != "completion":
             raise ValueError(
                 "setpo_embedder='policy' pools the policy's hidden states over the completion tokens only; "
                 "setpo_embed_field='prompt+completion' needs a text embedder"

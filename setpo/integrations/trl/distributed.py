@@ -19,8 +19,7 @@ from typing import Sequence
 
 import torch
 
-from setpo.core import cosine_kernel, get_shaping, loo_credits, loo_credits_reference, set_diversity
-from setpo.core.diversity import ShapingSpec
+from setpo.core import ShapingSpec, get_shaping, group_credits, loo_credits_reference
 
 
 @dataclass(frozen=True)
@@ -87,10 +86,9 @@ def credits_for_local_rows(
     gathered = torch.cat([e.to(dtype) for e in per_process_embeddings], dim=0)
     n_groups = N // group_size
     if bool(allowed.all()):  # the common case: one batched call
-        K = cosine_kernel(gathered.reshape(n_groups, group_size, -1), clamp=clamp)
-        credits = loo_credits(K, shaping).reshape(N)
+        credits, diversity = group_credits(gathered, group_size, clamp=clamp, shaping=shaping, return_diversity=True)
         local = credits[process_index * B_local : (process_index + 1) * B_local]
-        return BatchCredits(local=local, all=credits, diversity=set_diversity(K, shaping), defined=allowed)
+        return BatchCredits(local=local, all=credits, diversity=diversity, defined=allowed)
     credits = torch.zeros(N, dtype=dtype, device=gathered.device)
     diversity = torch.full((n_groups,), float("nan"), dtype=dtype, device=gathered.device)
     per_group = allowed.reshape(n_groups, group_size)
@@ -100,9 +98,9 @@ def credits_for_local_rows(
         groups = (counts == c).nonzero().flatten()
         members = per_group[groups].nonzero()[:, 1].reshape(-1, c)  # row-major: each group's rows in order
         rows = groups.unsqueeze(1) * group_size + members  # (n, c) gathered-row indices
-        K = cosine_kernel(gathered[rows.to(gathered.device)], clamp=clamp)
-        credits[rows.flatten().to(gathered.device)] = loo_credits(K, shaping).flatten()
-        diversity[groups.to(gathered.device)] = set_diversity(K, shaping)
+        s, d = group_credits(gathered[rows.to(gathered.device)], c, clamp=clamp, shaping=shaping, return_diversity=True)
+        credits[rows.flatten().to(gathered.device)] = s.flatten()
+        diversity[groups.to(gathered.device)] = d
         defined[rows.flatten()] = True
     local = credits[process_index * B_local : (process_index + 1) * B_local]
     return BatchCredits(local=local, all=credits, diversity=diversity, defined=defined)

@@ -13,7 +13,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from setpo.core import setpo_advantages
 from setpo.core.controls import placebo_permutation, ratio_lambda, warmup_factor
-from setpo.embedders import Embedder, build_embedder, embed_texts
+from setpo.embedders import Embedder, build_embedder, embed_texts, embedder_accepts, is_policy_embedder
 from setpo.integrations.trl.config import SetPOConfig, check_group_size
 from setpo.integrations.trl.distributed import BatchCredits, credits_for_local_rows
 from setpo.integrations.trl.embedding import policy_embeddings, texts_for_embedding
@@ -54,14 +54,10 @@ def build_text_embedder(
 ) -> Embedder:
     """``setpo.embedders.build_embedder(spec)`` with device / batching / truncation where the embedder takes them,
     built outside any DeepSpeed ZeRO-3 init context (see :func:`zero3_init_disabled`)."""
+    kwargs = {"device": device, "batch_size": batch_size, "max_length": max_length}
+    # Model-free embedders (e.g. "hashed") have no batch size or token limit: they are built with their defaults.
     with zero3_init_disabled(accelerator):
-        try:
-            return build_embedder(spec, device=device, batch_size=batch_size, max_length=max_length)
-        except TypeError as err:
-            if "unexpected keyword argument" not in str(err):
-                raise
-        # Model-free embedders (e.g. "hashed") have no batch size or token limit.
-        return build_embedder(spec)
+        return build_embedder(spec, **(kwargs if embedder_accepts(spec, kwargs) else {}))
 
 
 class SetPOTrainer(GRPOTrainer):
@@ -111,7 +107,7 @@ class SetPOTrainer(GRPOTrainer):
         self._setpo_local_rows: tuple[list, list, list] | None = None
         self._setpo_unscorable: torch.Tensor | None = None
         self._setpo_embedder_arg = embedder
-        self._setpo_use_policy = embedder is None and self.args.setpo_embedder.strip().lower() == "policy"
+        self._setpo_use_policy = embedder is None and is_policy_embedder(self.args.setpo_embedder)
         self._setpo_ratio_lambda = {"train": 0.0, "eval": 0.0}  # last lambda set from the target ratio, per mode
         self.setpo_last_credits: BatchCredits | None = None  # the credits added (after the placebo, if on)
         self.setpo_last_unpermuted_credits: BatchCredits | None = None  # the batch's own credits

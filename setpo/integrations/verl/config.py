@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
+from setpo.core.advantages import check_lambda
+from setpo.core.credits import SmallGroupPolicy, check_small_group_policy
 from setpo.core.shaping import get_shaping
 
-SmallGroupPolicy = Literal["zero", "raise"]
 EmbedDevice = Literal["cpu", "cuda"]
 
 #: The embedding model of the paper's kernel (Sec. 5 setup).
@@ -56,9 +57,7 @@ class SetPOVerlConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        lam = self.lam
-        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not math.isfinite(lam) or lam < 0:
-            raise ValueError(f"setpo.lambda must be a finite number >= 0, got {lam!r}")
+        check_lambda(self.lam, "setpo.lambda")
         if not isinstance(self.embedder, str) or not self.embedder.strip():
             raise ValueError(f"setpo.embedder must be a non-empty string, got {self.embedder!r}")
         if self.embed_device not in ("cpu", "cuda"):
@@ -66,8 +65,7 @@ class SetPOVerlConfig:
         if not isinstance(self.embedder_kwargs, Mapping):
             raise ValueError(f"setpo.embedder_kwargs must be a mapping, got {type(self.embedder_kwargs).__name__}")
         get_shaping(self.shaping)  # raises ValueError on an unknown name
-        if self.small_group not in ("zero", "raise"):
-            raise ValueError(f"setpo.small_group must be 'zero' or 'raise', got {self.small_group!r}")
+        check_small_group_policy(self.small_group, "setpo.small_group")
         if not isinstance(self.skip_special_tokens, bool):
             raise ValueError(f"setpo.skip_special_tokens must be a bool, got {self.skip_special_tokens!r}")
         r = self.target_ratio

@@ -13,11 +13,10 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import torch
 
-from setpo.core import cosine_kernel, loo_credits, loo_credits_reference, setpo_advantages
+from setpo.core import ShapingSpec, SmallGroupPolicy, group_credits, loo_credits_reference, setpo_advantages
 from setpo.core._checks import as_float_tensor, check_finite
-from setpo.core.diversity import ShapingSpec
+from setpo.core.credits import check_small_group_policy
 from setpo.core.kernels import ZeroNormPolicy
-from setpo.integrations.verl.config import SmallGroupPolicy
 
 
 def _as_uid_list(uids: Sequence[Hashable], n: int | None = None) -> list:
@@ -104,14 +103,13 @@ def credits_by_uid(
 ) -> torch.Tensor:
     """Per-row SetPO credit s_i = D(Omega) - D(Omega \\ {o_i}) (paper eq. 5) within each uid group; (N, d) -> (N,).
 
-    Groups of equal size are stacked and go through ``setpo.cosine_kernel`` and ``setpo.loo_credits``
-    (Lemma D.1) as one batch. Inactive rows (padding) and, with ``small_group="zero"``, groups of fewer
+    Groups of equal size are stacked and go through ``setpo.group_credits`` (cosine kernel, Lemma D.1) as one
+    batch. Inactive rows (padding) and, with ``small_group="zero"``, groups of fewer
     than 3 rows get credit 0. Float64 throughout.
     """
     uid_list = _as_uid_list(uids)
     e = _check_embeddings(embeddings, len(uid_list))
-    if small_group not in ("zero", "raise"):
-        raise ValueError(f"small_group must be 'zero' or 'raise', got {small_group!r}")
+    check_small_group_policy(small_group, "small_group")
     credits = torch.zeros(len(uid_list), dtype=torch.float64, device=e.device)
     by_size: dict[int, list[np.ndarray]] = {}
     for rows in group_rows_by_uid(uid_list, active):
@@ -122,8 +120,7 @@ def credits_by_uid(
         by_size.setdefault(len(rows), []).append(rows)
     for groups in by_size.values():
         idx = torch.as_tensor(np.stack(groups), device=e.device)  # (n_groups, G)
-        K = cosine_kernel(e[idx], on_zero_norm=on_zero_norm)  # (n_groups, G, G)
-        credits[idx.reshape(-1)] = loo_credits(K, g).reshape(-1)
+        credits[idx.reshape(-1)] = group_credits(e[idx], idx.shape[1], shaping=g, on_zero_norm=on_zero_norm).reshape(-1)
     return credits
 
 
