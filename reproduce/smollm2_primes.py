@@ -95,7 +95,7 @@ class PrimesProfile:
 PROFILES = {
     "smoke": PrimesProfile(n_test=2, group_sizes=(3,), seeds=2, rl_steps=1, prompts_per_step=2, max_completion_length=4,
                            eval_n=2, decodings=((1.0, 1.0),), lora_r=2),
-    "quick": PrimesProfile(),
+    "quick": PrimesProfile(n_test=6, rl_steps=2, eval_n=8),
     "full": PrimesProfile(seeds=5, rl_steps=30, frontier_points=4, eval_n=32),
 }  # fmt: skip
 
