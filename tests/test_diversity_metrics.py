@@ -9,6 +9,7 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from references import mean_pairwise_distance_reference, self_bleu_reference
 from scipy.spatial.distance import jensenshannon
 
 from setpo.metrics import (
@@ -17,11 +18,9 @@ from setpo.metrics import (
     js_to_uniform,
     kl_divergence,
     mean_pairwise_distance,
-    mean_pairwise_distance_reference,
     mean_pairwise_embedding_distance,
     pass_at_k,
     self_bleu,
-    self_bleu_reference,
     sentence_bleu,
     unique_at_n,
     validity_rate,

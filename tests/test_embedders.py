@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+from references import mean_pool_hidden_states_reference
 
 from setpo import cosine_kernel
 from setpo.embedders import (
@@ -28,7 +29,6 @@ from setpo.embedders import (
     embedder_accepts,
     is_policy_embedder,
     mean_pool_hidden_states,
-    mean_pool_hidden_states_reference,
     register_embedder,
 )
 from setpo.embedders.hashed import text_features

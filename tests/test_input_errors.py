@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import references
 import torch
 
 import setpo
@@ -122,7 +123,7 @@ def test_bare_strings_are_refused_by_every_text_metric():
 
     calls = {
         "self_bleu": lambda: metrics.self_bleu("abc"),
-        "self_bleu_reference": lambda: metrics.self_bleu_reference("abc"),
+        "self_bleu_reference": lambda: references.self_bleu_reference("abc"),
         "unique_at_n": lambda: metrics.unique_at_n("abc"),
         "unique_at_n valid": lambda: metrics.unique_at_n(["a", "b"], valid="ab"),
         "validity_rate": lambda: metrics.validity_rate("abc", ["a"]),

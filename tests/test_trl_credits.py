@@ -6,14 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 import trl  # noqa: F401  (required: a broken install must fail, not skip)
+from references import credits_for_local_rows_reference  # noqa: E402
 
 from setpo.core import cosine_kernel, loo_credits, set_diversity  # noqa: E402
 from setpo.embedders import HashedNgramEmbedder, embed_texts  # noqa: E402
-from setpo.integrations.trl import (  # noqa: E402
-    completion_text,
-    credits_for_local_rows,
-    credits_for_local_rows_reference,
-)
+from setpo.integrations.trl import completion_text, credits_for_local_rows  # noqa: E402
 from setpo.integrations.trl.embedding import policy_embeddings, texts_for_embedding  # noqa: E402
 
 

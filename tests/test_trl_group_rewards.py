@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 import trl  # noqa: F401  (required: a broken install must fail, not skip)
+from references import score_gathered  # noqa: E402
 
-from setpo.integrations.trl import GroupRewardFunction, gapo_reward_func, score_gathered  # noqa: E402
+from setpo.integrations.trl import GroupRewardFunction, gapo_reward_func  # noqa: E402
 from setpo.rewards import gapo_rewards  # noqa: E402
 
 VALID = ["red", "green", "blue"]

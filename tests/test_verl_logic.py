@@ -11,6 +11,7 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from references import credits_by_uid_reference
 
 import setpo
 from setpo.embedders import HashedNgramEmbedder
@@ -20,7 +21,6 @@ from setpo.integrations.verl import (
     add_credits_to_token_advantages,
     credit_metrics,
     credits_by_uid,
-    credits_by_uid_reference,
     group_rows_by_uid,
     preset,
     session_final_rows,

@@ -9,7 +9,6 @@ from setpo.embedders.policy import (
     PolicyHiddenStateEmbedder,
     is_policy_embedder,
     mean_pool_hidden_states,
-    mean_pool_hidden_states_reference,
 )
 from setpo.embedders.registry import (
     available_embedders,
@@ -45,7 +44,6 @@ __all__ = [
     "embedder_accepts",
     "is_policy_embedder",
     "mean_pool_hidden_states",
-    "mean_pool_hidden_states_reference",
     "offline_minilm",
     "register_embedder",
 ]

@@ -46,17 +46,6 @@ def mean_pool_hidden_states(hidden: torch.Tensor, mask: torch.Tensor) -> torch.T
     return check_embeddings(pooled, hidden.shape[0], "mean_pool_hidden_states")
 
 
-def mean_pool_hidden_states_reference(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Row-by-row reference for :func:`mean_pool_hidden_states`: select the masked tokens, take their mean."""
-    hidden, mask = _check_pool_inputs(hidden, mask)
-    dtype = torch.float64 if hidden.dtype == torch.float64 else torch.float32
-    rows = []
-    for b in range(hidden.shape[0]):
-        tokens = hidden[b][mask[b]].detach().to(dtype)
-        rows.append(tokens.mean(0) if tokens.shape[0] else torch.zeros(hidden.shape[-1], dtype=dtype))
-    return torch.stack(rows)
-
-
 class PolicyHiddenStateEmbedder:
     """Embed texts with a causal LM's hidden states (layer `layer`), mean-pooled over the text's tokens.
 

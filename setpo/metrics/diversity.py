@@ -7,7 +7,7 @@
 
 Every argument that is a sequence of texts refuses a bare string (which would be read as one-letter texts).
 
-Each fast path has a plain-loop reference (`*_reference`) beside it; the tests compare them.
+Each fast path has a plain-loop reference in tests/references.py; the tests compare them.
 """
 
 from __future__ import annotations
@@ -188,17 +188,6 @@ def mean_pairwise_distance(embeddings: torch.Tensor) -> float:
     return float((1.0 - cos[iu[0], iu[1]]).mean())
 
 
-def mean_pairwise_distance_reference(embeddings) -> float:
-    """Plain double loop over pairs (float64, no zero-norm rows), reference for `mean_pairwise_distance`."""
-    e = np.asarray(embeddings, dtype=np.float64)
-    total, pairs = 0.0, 0
-    for i in range(len(e)):
-        for j in range(i + 1, len(e)):
-            total += 1.0 - float(e[i] @ e[j]) / (np.linalg.norm(e[i]) * np.linalg.norm(e[j]))
-            pairs += 1
-    return total / pairs
-
-
 def mean_pairwise_embedding_distance(texts: Sequence[str], embedder: Embedder) -> float:
     """`mean_pairwise_distance` of the texts' embeddings (GAPO reports it for creative writing)."""
     check_not_bare_string(texts, "texts")
@@ -296,26 +285,6 @@ def sentence_bleu(
     return _bleu_from_counts(matches, totals, len(hypothesis), ref_len, smoothing, epsilon)
 
 
-def self_bleu_reference(
-    texts: Sequence[str],
-    max_n: int = 4,
-    smoothing: Smoothing = "epsilon",
-    epsilon: float = 0.1,
-    tokenization: Tokenize = "word",
-) -> float:
-    """Self-BLEU by the definition: mean over i of `sentence_bleu`(text_i, all other texts) (Zhu et al. 2018).
-
-    Texts are lower-cased before they are split into tokens (see `tokenize`).
-    """
-    check_not_bare_string(texts, "texts")
-    if len(texts) < 2:
-        raise ValueError(f"Self-BLEU needs at least 2 texts, got {len(texts)}")
-    toks = [tokenize(t, tokenization) for t in texts]
-    return float(
-        np.mean([sentence_bleu(h, toks[:i] + toks[i + 1 :], max_n, smoothing, epsilon) for i, h in enumerate(toks)])
-    )
-
-
 def self_bleu(
     texts: Sequence[str],
     max_n: int = 4,
@@ -323,7 +292,7 @@ def self_bleu(
     epsilon: float = 0.1,
     tokenization: Tokenize = "word",
 ) -> float:
-    """Self-BLEU (mean BLEU of each text against the others), same value as `self_bleu_reference`, O(N * len).
+    """Self-BLEU: the mean of `sentence_bleu`(text_i, all other texts) (Zhu et al. 2018) in O(N * len).
 
     For each n-gram only the two largest per-text counts are kept: the clipping count against "all texts
     but i" is the largest unless text i holds it, then the second largest. Texts are lower-cased before they are

@@ -6,8 +6,8 @@ trainer = SetPOTrainer(model, reward_funcs=[my_reward], args=args, train_dataset
 """
 
 from setpo.integrations.trl.config import SetPOConfig
-from setpo.integrations.trl.distributed import BatchCredits, credits_for_local_rows, credits_for_local_rows_reference
-from setpo.integrations.trl.group_rewards import GroupRewardFunction, completion_text, gapo_reward_func, score_gathered
+from setpo.integrations.trl.distributed import BatchCredits, credits_for_local_rows
+from setpo.integrations.trl.group_rewards import GroupRewardFunction, completion_text, gapo_reward_func
 from setpo.integrations.trl.presets import PRESETS, Preset, available_presets, get_preset, preset_to_yaml
 from setpo.integrations.trl.trainer import SetPOTrainer, build_text_embedder
 
@@ -22,9 +22,7 @@ __all__ = [
     "build_text_embedder",
     "completion_text",
     "credits_for_local_rows",
-    "credits_for_local_rows_reference",
     "gapo_reward_func",
     "get_preset",
     "preset_to_yaml",
-    "score_gathered",
 ]

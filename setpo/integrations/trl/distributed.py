@@ -19,7 +19,7 @@ from typing import Sequence
 
 import torch
 
-from setpo.core import ShapingSpec, get_shaping, group_credits, loo_credits_reference
+from setpo.core import ShapingSpec, group_credits
 
 
 @dataclass(frozen=True)
@@ -104,43 +104,3 @@ def credits_for_local_rows(
         defined[rows.flatten()] = True
     local = credits[process_index * B_local : (process_index + 1) * B_local]
     return BatchCredits(local=local, all=credits, diversity=diversity, defined=defined)
-
-
-def credits_for_local_rows_reference(
-    per_process_embeddings: Sequence[torch.Tensor],
-    process_index: int,
-    group_size: int,
-    clamp: bool = True,
-    shaping: ShapingSpec = "neglog1p",
-    kernel_rows: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Brute force of ``credits_for_local_rows(...).local``: row by row, find the group by global index and its
-    allowed members, build their kernel entry by entry from explicit dot products, and run the literal Algorithm 1
-    (float64); 0 for an excluded row or a group with fewer than 3 allowed rows."""
-    B_local, N = _check_layout(per_process_embeddings, process_index, group_size)
-    allowed = _check_kernel_rows(kernel_rows, N).tolist()
-    g = get_shaping(shaping)
-    rows = [(p, r) for p in range(len(per_process_embeddings)) for r in range(B_local)]  # global order
-    out = []
-    for r in range(B_local):
-        n = process_index * B_local + r
-        start = (n // group_size) * group_size
-        kept = [i for i in range(start, start + group_size) if allowed[i]]
-        if not allowed[n] or len(kept) < 3:
-            out.append(torch.tensor(0.0, dtype=torch.float64))
-            continue
-        members = [per_process_embeddings[rows[i][0]][rows[i][1]].to(torch.float64) for i in kept]
-        size = len(kept)
-        K = torch.empty(size, size, dtype=torch.float64)
-        for a in range(size):
-            for b in range(size):
-                na, nb = members[a].norm(), members[b].norm()
-                if a == b:
-                    k = 1.0
-                elif na == 0 or nb == 0:
-                    k = 1.0 if na == nb else 0.0
-                else:
-                    k = float(members[a] @ members[b] / (na * nb))
-                K[a, b] = min(max(k, 0.0), 1.0) if clamp else min(max(k, -1.0), 1.0)
-        out.append(loo_credits_reference(K, g)[kept.index(n)])
-    return torch.stack(out)

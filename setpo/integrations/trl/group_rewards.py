@@ -72,30 +72,6 @@ class GroupRewardFunction:
         return f"GroupRewardFunction({self.__name__})"
 
 
-def score_gathered(
-    fn: GroupRewardFunction,
-    per_process_prompts: Sequence[Sequence[Any]],
-    per_process_completions: Sequence[Sequence[Any]],
-    group_size: int,
-    per_process_columns: Sequence[dict[str, Sequence[Any]]] | None = None,
-    **extra: Any,
-) -> torch.Tensor:
-    """Concatenate every process's rows in process order (what ``gather_object`` yields) and score the groups."""
-    n_proc = len(per_process_prompts)
-    if n_proc == 0 or len(per_process_completions) != n_proc:
-        raise ValueError("need prompts and completions from the same (non-zero) number of processes")
-    columns = per_process_columns if per_process_columns is not None else [{} for _ in range(n_proc)]
-    if len(columns) != n_proc:
-        raise ValueError(f"{len(columns)} column dicts for {n_proc} processes")
-    keys = sorted(columns[0])
-    if any(sorted(c) != keys for c in columns):
-        raise ValueError("processes carry different dataset columns")
-    prompts = [p for proc in per_process_prompts for p in proc]
-    completions = [c for proc in per_process_completions for c in proc]
-    gathered = {k: [v for c in columns for v in c[k]] for k in keys}
-    return fn.score(prompts, completions, group_size, **gathered, **extra)
-
-
 def gapo_reward_func(
     answer_extractor: Callable[[str], str | None],
     valid_set_key: str = "valid_answers",

@@ -12,7 +12,6 @@ from setpo.integrations.verl.groups import (
     add_credits_to_token_advantages,
     credit_metrics,
     credits_by_uid,
-    credits_by_uid_reference,
     group_rows_by_uid,
     session_final_rows,
 )
@@ -24,7 +23,6 @@ __all__ = [
     "add_credits_to_token_advantages",
     "credit_metrics",
     "credits_by_uid",
-    "credits_by_uid_reference",
     "group_rows_by_uid",
     "preset",
     "session_final_rows",

@@ -13,7 +13,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import torch
 
-from setpo.core import ShapingSpec, SmallGroupPolicy, group_credits, loo_credits_reference, setpo_advantages
+from setpo.core import ShapingSpec, SmallGroupPolicy, group_credits, setpo_advantages
 from setpo.core._checks import as_float_tensor, check_finite
 from setpo.core.credits import check_small_group_policy
 from setpo.core.kernels import ZeroNormPolicy
@@ -121,46 +121,6 @@ def credits_by_uid(
     for groups in by_size.values():
         idx = torch.as_tensor(np.stack(groups), device=e.device)  # (n_groups, G)
         credits[idx.reshape(-1)] = group_credits(e[idx], idx.shape[1], shaping=g, on_zero_norm=on_zero_norm).reshape(-1)
-    return credits
-
-
-def _pairwise_kernel_reference(e: torch.Tensor) -> torch.Tensor:
-    """k(o_i, o_j) = clamp(cos(e_i, e_j), 0, 1) by explicit loops; a zero vector is similar only to zero vectors."""
-    G = e.shape[0]
-    K = torch.empty(G, G, dtype=torch.float64)
-    norms = [float(torch.linalg.vector_norm(e[i])) for i in range(G)]
-    for i in range(G):
-        for j in range(G):
-            if i == j:
-                K[i, j] = 1.0
-            elif norms[i] == 0 or norms[j] == 0:
-                K[i, j] = 1.0 if norms[i] == norms[j] == 0 else 0.0
-            else:
-                K[i, j] = min(max(float(e[i] @ e[j]) / (norms[i] * norms[j]), 0.0), 1.0)
-    return K
-
-
-def credits_by_uid_reference(
-    embeddings,
-    uids: Sequence[Hashable],
-    g: ShapingSpec = "neglog1p",
-    small_group: SmallGroupPolicy = "zero",
-    active: Sequence[bool] | None = None,
-) -> torch.Tensor:
-    """Brute-force twin of ``credits_by_uid``: one group at a time, loop-built kernel, literal Algorithm 1."""
-    uid_list = list(uids.tolist() if hasattr(uids, "tolist") else uids)
-    e = _check_embeddings(embeddings, len(uid_list)).cpu()
-    keep = _as_active(active, len(uid_list))
-    credits = torch.zeros(len(uid_list), dtype=torch.float64)
-    for uid in dict.fromkeys(u for u, k in zip(uid_list, keep) if k):
-        rows = [i for i, u in enumerate(uid_list) if u == uid and keep[i]]
-        if len(rows) < 3:
-            if small_group == "raise":
-                raise _small_group_error(uid, len(rows))
-            continue
-        s = loo_credits_reference(_pairwise_kernel_reference(e[rows]), g)
-        for r, v in zip(rows, s.tolist()):
-            credits[r] = v
     return credits
 
 
