@@ -368,12 +368,19 @@ def test_report_flags_unexpected():
     assert "!!" in report.text_table([bad])
 
 
-def test_notebooks_match_builder_and_have_no_outputs():
+def test_notebooks_match_builder_and_are_committed_executed():
     for name, nb in build().items():
         stored = nbformat.read(ROOT / "notebooks" / name, as_version=4)
         assert [c.source for c in stored.cells] == [c.source for c in nb.cells], (
             f"notebooks/{name} differs from theory/build_notebooks.py: run python -m theory.build_notebooks"
         )
-        for cell in stored.cells:
-            assert cell.get("outputs", []) == [] and cell.get("execution_count") is None
+        code = [c for c in stored.cells if c.cell_type == "code"]
+        assert [c.get("execution_count") for c in code] == list(range(1, len(code) + 1)), (
+            f"notebooks/{name} is not stored executed top to bottom: run python -m theory.build_notebooks"
+        )
+        outputs = [o for c in code for o in c.get("outputs", [])]
+        assert not [o for o in outputs if o.output_type == "error"], f"notebooks/{name} stores an error"
+        assert any("image/png" in o.get("data", {}) for o in outputs), f"notebooks/{name} shows no figure"
+        assert str(ROOT) not in nbformat.writes(stored), f"notebooks/{name} stores a path of this machine"
+        assert not any("sys.path.insert" in c.source for c in code), "import the installed setpo, do not shadow it"
     assert set(NOTEBOOKS) <= {p.name for p in (ROOT / "notebooks").glob("*.ipynb")}

@@ -1,4 +1,7 @@
-"""Build the three theory notebooks (stored without outputs): python -m theory.build_notebooks.
+"""Build the three theory notebooks and execute them in notebooks/: python -m theory.build_notebooks.
+
+They are committed with their outputs (figures and tables visible on a code host); rebuild them in the change that
+alters what they show. ``--no-execute`` writes the cells only.
 
 01_kernel_and_credits: the kernel, local mass, D and the credits on small examples.
 02_influence_function: the influence function, novelty vs interaction, monotonicity in m with the C.4/C.5
@@ -9,6 +12,7 @@ parameter sweeps rendered as static plots, and Thm 4.3 proven for a symbolic gro
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import nbformat
@@ -21,11 +25,15 @@ from pathlib import Path
 
 import matplotlib
 
+import setpo  # the installed package (pip install -e ".[notebooks]")
+
 matplotlib.use("Agg")  # non-interactive: figures are shown as PNG by theory.plots.show
+# theory/ (the repository's checks of the paper's results) is not part of the installed package: the repository
+# root goes at the end of the path, where it cannot shadow the installed setpo.
 root = Path.cwd().resolve()
 while not (root / "theory").is_dir() and root != root.parent:
     root = root.parent
-sys.path.insert(0, str(root))"""
+sys.path.append(str(root))"""
 
 NB01 = [
     (
@@ -545,10 +553,24 @@ def build() -> dict[str, nbformat.NotebookNode]:
     return out
 
 
-def main() -> None:
-    """Write every notebook into notebooks/."""
+def execute(nb: nbformat.NotebookNode, timeout: int = 1200) -> nbformat.NotebookNode:
+    """Run every cell in a fresh python3 kernel with notebooks/ as working directory (no timing metadata)."""
+    from nbclient import NotebookClient
+
+    resources = {"metadata": {"path": str(OUT)}}
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False, resources=resources).execute()
+    return nb
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Write every notebook into notebooks/, executed unless ``--no-execute``."""
+    parser = argparse.ArgumentParser(prog="python -m theory.build_notebooks", description=__doc__.splitlines()[0])
+    parser.add_argument("--no-execute", action="store_true", help="write the cells without running them")
+    args = parser.parse_args(argv)
     OUT.mkdir(exist_ok=True)
     for name, nb in build().items():
+        if not args.no_execute:
+            execute(nb)
         nbformat.write(nb, OUT / name)
         print(f"wrote {OUT / name}")
 
