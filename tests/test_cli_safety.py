@@ -7,6 +7,7 @@ options end in one line; interrupts say what was kept and how to resume.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -210,11 +211,12 @@ def test_a_failing_experiment_does_not_hide_the_others(tmp_path, monkeypatch, ca
         started.append("countdown")
         raise RuntimeError("countdown broke")
 
-    for mod in (toy_bandit, overhead, gapo_lists):
-        monkeypatch.setattr(mod, "_execute", lambda *a, _m=mod.NAME: started.append(_m) or 0)
+    for name in cli_entry.EXPERIMENTS:
+        mod = importlib.import_module(f"reproduce.{name}")
+        monkeypatch.setattr(mod, "_execute", lambda *a, _m=name: started.append(_m) or 0)
     monkeypatch.setattr(countdown, "_execute", boom)
     rc, out, _ = _run(["quick", "--out", str(tmp_path / "q")], capsys)
-    assert rc == 1 and started == ["toy_bandit", "countdown", "overhead", "gapo_lists"]
+    assert rc == 1 and started == cli_entry.EXPERIMENTS
     assert "summary:" in out and "countdown failed: RuntimeError: countdown broke" in out
     assert "failed: countdown" in out
 
@@ -366,7 +368,8 @@ def test_quick_with_a_bad_value_says_one_line_per_experiment(capsys):
     lines = err.strip().splitlines()
     assert rc == 2 and "Traceback" not in err
     assert [x.split(":")[0] for x in lines] == [
-        f"python -m reproduce {e}" for e in ("toy_bandit", "countdown", "gapo_lists")
+        f"python -m reproduce {e}"
+        for e in ("countdown_evidence", "smollm2_primes", "toy_bandit", "countdown", "gapo_lists")  # have --seeds
     ]
     assert "nothing started" in out
 
