@@ -33,7 +33,8 @@ matplotlib.use("Agg")  # non-interactive: figures are shown as PNG by theory.plo
 root = Path.cwd().resolve()
 while not (root / "theory").is_dir() and root != root.parent:
     root = root.parent
-sys.path.append(str(root))"""
+sys.path.append(str(root))
+print("setpo", setpo.__version__, "from", Path(setpo.__file__).parent.name)"""
 
 NB01 = [
     (
