@@ -150,11 +150,26 @@ def summary_table(run: RunDir, con, title: str, setting: str) -> Path:
     return path
 
 
+def per_problem_frame(evals: dict):
+    """One row per (evaluated model, decoding, test problem): n samples, n correct, n distinct correct answers."""
+    import pandas as pd
+
+    rows = []
+    for (arm, G, seed, step), metrics in evals.items():
+        for dec, m in metrics.items():
+            for i, (c, d) in enumerate(zip(m["n_correct"], m["n_distinct"])):
+                rows.append({"arm": arm, "G": G, "seed": seed, "step": step, "decoding": dec, "problem": i,
+                             "n": m["n"], "n_correct": c, "n_distinct": d})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 def analyse(run: RunDir, prof: Any, evals: dict, title: str, setting: str) -> list[Path]:
-    """results.csv, contrasts.csv, frontier.png and summary.md in the run folder; returns their paths."""
+    """results.csv, per_problem.csv.gz (the counts every metric is computed from), contrasts.csv, frontier.png and
+    summary.md in the run folder; returns their paths."""
     df = results_frame(prof, evals)
     df.to_csv(run.path / "results.csv", index=False)
+    per_problem_frame(evals).to_csv(run.path / "per_problem.csv.gz", index=False)
     con = contrasts(df, prof)
     con.to_csv(run.path / "contrasts.csv", index=False)
     return [figure_frontier(run, prof, df), summary_table(run, con, title, setting), run.path / "results.csv",
-            run.path / "contrasts.csv"]  # fmt: skip
+            run.path / "per_problem.csv.gz", run.path / "contrasts.csv"]  # fmt: skip

@@ -68,6 +68,9 @@ def test_contrasts_recompute_from_per_problem_counts(evidence_run):
     row = con[(con.claim == "setpo_r0.3 beats placebo_r0.3") & (con.metric == kmax)].iloc[0]
     assert row["mean"] == pytest.approx(np.mean(diffs)) and row["verdict"] in ("confirmed", "refuted", "inconclusive")
     assert set(df.arm) == {"start", "grpo", "setpo_r0.3", "placebo_r0.3"}
+    counts = pd.read_csv(evidence_run / "per_problem.csv.gz")
+    start_counts = counts[(counts.arm == "start") & (counts.decoding == dec)].sort_values("problem")
+    assert start_counts.n_correct.tolist() == start["n_correct"] and len(counts) == len(df) * prof.n_test
     assert (evidence_run / "frontier.png").is_file() and (evidence_run / "summary.md").read_text().count("|") > 20
 
 
