@@ -31,6 +31,17 @@ PAPER_FIGURES = Path(__file__).resolve().parent.parent / "paper_figures"
 PROFILE_RANK = {"smoke": 0, "cpu-smoke": 0, "quick": 1, "full": 2}
 
 
+#: TRL arguments of every CPU experiment: no logging service, no GPU, no checkpoints, every step logged quietly.
+CPU_TRL_ARGS: dict[str, Any] = {
+    "report_to": "none",
+    "use_cpu": True,
+    "bf16": False,
+    "save_strategy": "no",
+    "logging_steps": 1,
+    "disable_tqdm": True,
+}
+
+
 class RunExistsError(RuntimeError):
     """The target folder holds something this run may not use or replace as asked (message says what to do)."""
 

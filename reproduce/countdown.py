@@ -34,6 +34,7 @@ import yaml
 from tqdm.auto import tqdm
 
 from reproduce.common import (
+    CPU_TRL_ARGS,
     Parser,
     RunDir,
     add_run_options,
@@ -420,12 +421,7 @@ def stage_rl(
         setpo_embedder=prof.embedder,
         seed=seed,
         data_seed=seed,
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        save_strategy="no",
-        logging_steps=1,
-        disable_tqdm=True,
+        **CPU_TRL_ARGS,
     )
     t0 = time.perf_counter()
     with tqdm(total=prof.rl_steps, desc=f"countdown rl {name}", unit="step", mininterval=2.0) as bar:

@@ -25,6 +25,7 @@ import torch
 from tqdm.auto import tqdm
 
 from reproduce.common import (
+    CPU_TRL_ARGS,
     Parser,
     RunDir,
     add_run_options,
@@ -159,12 +160,7 @@ def time_method(prof: OverheadProfile, model_dir: Path, method: str, dataset, wo
         setpo_lambda=lam,
         setpo_embedder=embedder,
         seed=0,
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        save_strategy="no",
-        logging_steps=1,
-        disable_tqdm=True,
+        **CPU_TRL_ARGS,
     )
     ref: list = []
     trainer = timed_trainer_class()(

@@ -37,6 +37,7 @@ import torch
 from tqdm.auto import tqdm
 
 from reproduce.common import (
+    CPU_TRL_ARGS,
     PAPER_FIGURES,
     Parser,
     RunDir,
@@ -181,12 +182,7 @@ def stage_rl(run: RunDir, prof: PrimesProfile, arm: str, ratio: float, placebo: 
         seed=seed,
         data_seed=seed,
         setpo_embedder="hashed",
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        save_strategy="no",
-        logging_steps=1,
-        disable_tqdm=True,
+        **CPU_TRL_ARGS,
         **setpo,
     )
     callbacks = []
