@@ -118,3 +118,14 @@ def test_credit_scale_smoke_on_smollm2(tmp_path, bench_dir, monkeypatch):
     assert [r["G"] for r in rows] == [3] and rows[0]["mean_abs_s"] > 0
     samples = json.loads((tmp_path / "steps" / "samples.json").read_text())
     assert len(samples["completions"]) == 2 and all(len(c) == 3 for c in samples["completions"])
+
+
+def test_gsm8k_rows_from_every_source_agree(bench_dir, monkeypatch, tmp_path):
+    monkeypatch.setenv("SETPO_BENCHMARK_DIR", str(bench_dir))
+    rows = cs.gsm8k_rows(3)
+    monkeypatch.delenv("SETPO_BENCHMARK_DIR")
+    monkeypatch.setattr(cs, "REPO", tmp_path / "repo")  # no shared/ beside it: the shipped archive is read
+    assert cs.gsm8k_rows(3) == rows and rows[0]["answer"].endswith("#### 18")
+    monkeypatch.setenv("SETPO_BENCHMARK_DIR", str(tmp_path / "missing"))
+    with pytest.raises(FileNotFoundError, match="SETPO_BENCHMARK_DIR"):
+        cs.gsm8k_rows(3)
