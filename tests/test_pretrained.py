@@ -63,12 +63,12 @@ def test_dequantised_copy_is_cached_and_reused(smollm2, tmp_path):
         assert torch.equal(a, b), name
 
 
-def test_one_lora_setpo_step(smollm2):
+def test_one_lora_setpo_step(smollm2, tmp_path):
     from setpo.integrations.trl import SetPOConfig, SetPOTrainer
 
     model, tok = load_pretrained(NAME)  # its own copy: LoRA layers are injected in place
     args = SetPOConfig(
-        output_dir="unused",
+        output_dir=str(tmp_path / "trl"),
         max_steps=1,
         per_device_train_batch_size=6,
         num_generations=3,
