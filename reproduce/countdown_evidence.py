@@ -37,28 +37,24 @@ import os
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from reproduce import evidence
 from reproduce.common import (
     CPU_TRL_ARGS,
     PAPER_FIGURES,
     Parser,
     RunDir,
-    UsageError,
-    add_run_options,
-    check_publish,
-    count,
-    default_out,
     publish,
     write_json,
 )
 from reproduce.countdown import CountdownProfile, stage_sft
-from reproduce.evidence import analyse, arms, checkpoint_callback
+from reproduce.evidence import analyse, arms, cached_eval, checkpoint_callback, publish_size
 from setpo.tasks.countdown import (
     AnswerEmbedder,
     CountdownProblem,
@@ -274,44 +270,21 @@ def evaluate(model_path: Path, test: list[CountdownProblem], prof: EvidenceProfi
 
 
 def stage_eval(run: RunDir, prof: EvidenceProfile, model_path: Path, test, name: str) -> dict:
-    if not run.done(f"eval_{name}"):
-        t0 = time.perf_counter()
-        metrics = evaluate(model_path, test, prof)
-        run.save(f"eval_{name}", {"metrics": metrics, "wall_s": time.perf_counter() - t0})
-    return run.load(f"eval_{name}")["metrics"]
+    return cached_eval(run, name, lambda: evaluate(model_path, test, prof))
 
 
 # --------------------------------------------------------------------------- entry point
 
 
-def _size(prof) -> dict[str, int]:
-    """What a published result's scale is judged by (see `reproduce.common.check_publish`)."""
-    return {"seeds": prof.seeds, "rl_steps": prof.rl_steps, "eval_n": prof.eval_n, "group_sizes": len(prof.group_sizes)}
-
-
 def build_parser() -> Parser:
     """The command-line options."""
-    p = Parser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
-    p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
-    p.add_argument("--seeds", type=count, default=None, help="seeds per arm: 0..N-1, N >= 2 (default: the profile's)")
-    p.add_argument("--threads", type=count, default=1, help="torch CPU threads")
-    add_run_options(p, NAME)
-    return p
+    return evidence.build_parser(NAME, __doc__.splitlines()[0], PROFILES, threads=1)
 
 
 def prepare(argv: list[str] | None = None) -> Callable[[], int]:
     """Parse and check every option and the run folder (writing nothing); returns the run to start."""
     args = build_parser().parse_args(argv)
-    prof = PROFILES[args.profile]
-    if args.seeds is not None:
-        if args.seeds < 2:
-            raise UsageError("--seeds must be >= 2 (the statistics are paired over seeds)")
-        prof = replace(prof, seeds=args.seeds)
-    out = args.out or default_out(NAME, args.profile, seeds=args.seeds)
-    config = {"profile": args.profile, **asdict(prof)}
-    RunDir.check(out, config, args.overwrite)
-    if args.publish:
-        check_publish(PAPER_FIGURES / NAME, args.profile, _size(prof), args.force_publish)
+    prof, out, config = evidence.check_run(args, NAME, PROFILES)
     return lambda: _execute(args, prof, out, config)
 
 
@@ -350,7 +323,7 @@ def _execute(args: argparse.Namespace, prof, out: Path, config: dict) -> int:
     print((run.path / "summary.md").read_text())
     print(f"wall time {time.perf_counter() - t0:.1f} s; results in {run.path}")
     if args.publish:
-        dest = publish(files, PAPER_FIGURES / NAME, args.profile, _size(prof), args.force_publish)
+        dest = publish(files, PAPER_FIGURES / NAME, args.profile, publish_size(prof), args.force_publish)
         print(f"published to {dest}")
     return 0
 

@@ -8,12 +8,26 @@ start model under ("start", 0, -1, 0) and GRPO's checkpoints under their steps.
 
 from __future__ import annotations
 
+import argparse
+import time
+from collections.abc import Callable
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from reproduce.common import RunDir, save_figure
+from reproduce.common import (
+    PAPER_FIGURES,
+    Parser,
+    RunDir,
+    UsageError,
+    add_run_options,
+    check_publish,
+    count,
+    default_out,
+    save_figure,
+)
 from reproduce.stats import bootstrap_ci, frontier_at, sign_flip_pvalue, verdict
 
 
@@ -173,3 +187,45 @@ def analyse(run: RunDir, prof: Any, evals: dict, title: str, setting: str) -> li
     con.to_csv(run.path / "contrasts.csv", index=False)
     return [figure_frontier(run, prof, df), summary_table(run, con, title, setting), run.path / "results.csv",
             run.path / "per_problem.csv.gz", run.path / "contrasts.csv"]  # fmt: skip
+
+
+# --------------------------------------------------------------------------- the experiments' shared plumbing
+
+
+def cached_eval(run: RunDir, name: str, evaluate: Callable[[], dict]) -> dict:
+    """The metrics of step ``eval_<name>``: computed by ``evaluate()`` once, read back from the run folder after."""
+    if not run.done(f"eval_{name}"):
+        t0 = time.perf_counter()
+        metrics = evaluate()
+        run.save(f"eval_{name}", {"metrics": metrics, "wall_s": time.perf_counter() - t0})
+    return run.load(f"eval_{name}")["metrics"]
+
+
+def publish_size(prof: Any) -> dict[str, int]:
+    """What a published result's scale is judged by (see `reproduce.common.check_publish`)."""
+    return {"seeds": prof.seeds, "rl_steps": prof.rl_steps, "eval_n": prof.eval_n, "group_sizes": len(prof.group_sizes)}
+
+
+def build_parser(name: str, description: str, profiles: dict, threads: int) -> Parser:
+    """The options of an evidence experiment: --profile, --seeds (N >= 2), --threads and the run-folder options."""
+    p = Parser(prog=f"python -m reproduce {name}", description=description)
+    p.add_argument("--profile", choices=sorted(profiles), default="quick")
+    p.add_argument("--seeds", type=count, default=None, help="seeds per arm: 0..N-1, N >= 2 (default: the profile's)")
+    p.add_argument("--threads", type=count, default=threads, help="torch CPU threads")
+    add_run_options(p, name)
+    return p
+
+
+def check_run(args: argparse.Namespace, name: str, profiles: dict) -> tuple[Any, Path, dict]:
+    """(profile, run folder, config) of parsed options, with the folder and any publish checked (writing nothing)."""
+    prof = profiles[args.profile]
+    if args.seeds is not None:
+        if args.seeds < 2:
+            raise UsageError("--seeds must be >= 2 (the statistics are paired over seeds)")
+        prof = replace(prof, seeds=args.seeds)
+    out = args.out or default_out(name, args.profile, seeds=args.seeds)
+    config = {"profile": args.profile, **asdict(prof)}
+    RunDir.check(out, config, args.overwrite)
+    if args.publish:
+        check_publish(PAPER_FIGURES / name, args.profile, publish_size(prof), args.force_publish)
+    return prof, out, config
