@@ -54,7 +54,15 @@ from reproduce.common import (
     write_json,
 )
 from reproduce.countdown import CountdownProfile, stage_sft
-from reproduce.evidence import analyse, arms, cached_eval, checkpoint_callback, publish_size
+from reproduce.evidence import (
+    analyse,
+    arms,
+    cached_eval,
+    checkpoint_callback,
+    publish_size,
+    saved_steps,
+    setpo_args,
+)
 from setpo.tasks.countdown import (
     AnswerEmbedder,
     CountdownProblem,
@@ -125,10 +133,6 @@ class EvidenceProfile:
             sft_steps=self.sft_steps,
         )
 
-    def checkpoint_steps(self) -> list[int]:
-        """GRPO steps whose checkpoints trace the frontier (0 is the start itself)."""
-        return sorted({round(j * self.rl_steps / (self.frontier_points - 1)) for j in range(self.frontier_points)})
-
 
 PROFILES = {
     "smoke": EvidenceProfile(
@@ -195,9 +199,6 @@ def stage_rl(run: RunDir, prof: EvidenceProfile, sft: Path, train, arm: str, rat
     model, tok = load_tiny(sft)
     model.train()
     rows = [{"prompt": make_prompt(p, "compact"), "target": p.target, "nums": list(p.nums)} for p in train]
-    setpo = {"setpo_lambda": 0.0}
-    if ratio > 0:
-        setpo = {"setpo_lambda": 1.0, "setpo_target_ratio": ratio, "setpo_placebo": placebo}
     args = SetPOConfig(
         output_dir=str(run.path / "trl" / name),
         max_steps=prof.rl_steps,
@@ -212,12 +213,11 @@ def stage_rl(run: RunDir, prof: EvidenceProfile, sft: Path, train, arm: str, rat
         data_seed=seed,
         setpo_embedder="hashed",
         **CPU_TRL_ARGS,
-        **setpo,
+        **setpo_args(ratio, placebo),
     )
     callbacks = []
     if arm == "grpo":
-        steps = set(prof.checkpoint_steps()) - {0, prof.rl_steps}
-        callbacks.append(checkpoint_callback(steps, run.path / "models" / f"{name}_ckpt", tok))
+        callbacks.append(checkpoint_callback(set(saved_steps(prof)), run.path / "models" / f"{name}_ckpt", tok))
     t0 = time.perf_counter()
     trainer = SetPOTrainer(
         model=model,
@@ -308,7 +308,7 @@ def _execute(args: argparse.Namespace, prof, out: Path, config: dict) -> int:
         name = f"{arm}_g{G}_s{seed}"
         evals[(arm, G, seed, prof.rl_steps)] = stage_eval(run, prof, final, test, name)
         if arm == "grpo":
-            for step in set(prof.checkpoint_steps()) - {0, prof.rl_steps}:
+            for step in saved_steps(prof):
                 ckpt = run.path / "models" / f"{name}_ckpt" / f"step{step}"
                 evals[(arm, G, seed, step)] = stage_eval(run, prof, ckpt, test, f"{name}_step{step}")
 

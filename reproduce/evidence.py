@@ -31,6 +31,23 @@ from reproduce.common import (
 from reproduce.stats import bootstrap_ci, frontier_at, sign_flip_pvalue, verdict
 
 
+def checkpoint_steps(rl_steps: int, points: int) -> list[int]:
+    """GRPO steps whose checkpoints trace the frontier: ``points`` evenly spaced over 0..rl_steps (0 is the start)."""
+    return sorted({round(j * rl_steps / (points - 1)) for j in range(points)})
+
+
+def saved_steps(prof: Any) -> list[int]:
+    """The frontier steps a GRPO run saves and evaluates itself (not the start, not its end)."""
+    return [s for s in checkpoint_steps(prof.rl_steps, prof.frontier_points) if s not in (0, prof.rl_steps)]
+
+
+def setpo_args(ratio: float, placebo: bool) -> dict[str, Any]:
+    """SetPOConfig fields of an arm: plain GRPO for ratio 0, else lambda from the target ratio (and the placebo)."""
+    if ratio == 0:
+        return {"setpo_lambda": 0.0}
+    return {"setpo_lambda": 1.0, "setpo_target_ratio": ratio, "setpo_placebo": placebo}
+
+
 def arms(prof: Any) -> list[tuple[str, float, bool]]:
     """(name, target ratio, placebo) of every arm; GRPO has ratio 0."""
     out = [("grpo", 0.0, False)] + [(f"setpo_r{r:g}", r, False) for r in prof.ratios]

@@ -45,7 +45,15 @@ from reproduce.common import (
     publish,
     write_json,
 )
-from reproduce.evidence import analyse, arms, cached_eval, checkpoint_callback, publish_size
+from reproduce.evidence import (
+    analyse,
+    arms,
+    cached_eval,
+    checkpoint_callback,
+    publish_size,
+    saved_steps,
+    setpo_args,
+)
 from setpo.models import load_pretrained
 
 NAME = "smollm2_primes"
@@ -83,10 +91,6 @@ class PrimesProfile:
             raise ValueError(f"ratios must be > 0 and hold placebo_ratio, got {self.ratios} / {self.placebo_ratio}")
         if min(self.group_sizes) < 3 or self.seeds < 1 or self.rl_steps < 1 or self.frontier_points < 2:
             raise ValueError("group sizes >= 3, seeds >= 1, rl_steps >= 1 and frontier_points >= 2 are needed")
-
-    def checkpoint_steps(self) -> list[int]:
-        """GRPO steps whose adapters trace the frontier (0 is the start itself)."""
-        return sorted({round(j * self.rl_steps / (self.frontier_points - 1)) for j in range(self.frontier_points)})
 
 
 PROFILES = {
@@ -162,9 +166,6 @@ def stage_rl(run: RunDir, prof: PrimesProfile, arm: str, ratio: float, placebo: 
         return out
     model, tok = load_pretrained(MODEL)
     rows = [{"prompt": PROMPT.format(lo=lo, hi=hi), "lo": lo, "hi": hi} for lo, hi in windows("train", prof.n_test)]
-    setpo = {"setpo_lambda": 0.0}
-    if ratio > 0:
-        setpo = {"setpo_lambda": 1.0, "setpo_target_ratio": ratio, "setpo_placebo": placebo}
     args = SetPOConfig(
         output_dir=str(run.path / "trl" / name),
         max_steps=prof.rl_steps,
@@ -179,12 +180,11 @@ def stage_rl(run: RunDir, prof: PrimesProfile, arm: str, ratio: float, placebo: 
         data_seed=seed,
         setpo_embedder="hashed",
         **CPU_TRL_ARGS,
-        **setpo,
+        **setpo_args(ratio, placebo),
     )
     callbacks = []
     if arm == "grpo":
-        steps = set(prof.checkpoint_steps()) - {0, prof.rl_steps}
-        callbacks.append(checkpoint_callback(steps, run.path / "adapters" / f"{name}_ckpt", tok))
+        callbacks.append(checkpoint_callback(set(saved_steps(prof)), run.path / "adapters" / f"{name}_ckpt", tok))
     lora = {"r": prof.lora_r, "lora_alpha": 2 * prof.lora_r, "lora_dropout": 0.0, "task_type": "CAUSAL_LM",
             "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}  # fmt: skip
 
@@ -271,7 +271,7 @@ def _execute(args: argparse.Namespace, prof, out: Path, config: dict) -> int:
         name = f"{arm}_g{G}_s{seed}"
         evals[(arm, G, seed, prof.rl_steps)] = stage_eval(run, prof, final, name)
         if arm == "grpo":
-            for step in set(prof.checkpoint_steps()) - {0, prof.rl_steps}:
+            for step in saved_steps(prof):
                 ckpt = run.path / "adapters" / f"{name}_ckpt" / f"step{step}"
                 evals[(arm, G, seed, step)] = stage_eval(run, prof, ckpt, f"{name}_step{step}")
 

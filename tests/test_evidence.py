@@ -76,7 +76,8 @@ def test_contrasts_recompute_from_per_problem_counts(evidence_run):
 
 def test_grpo_frontier_checkpoints_are_saved_and_evaluated(tmp_path):
     prof = ce.EvidenceProfile(rl_steps=8, frontier_points=5)
-    assert prof.checkpoint_steps() == [0, 2, 4, 6, 8]
+    assert evidence.checkpoint_steps(prof.rl_steps, prof.frontier_points) == [0, 2, 4, 6, 8]
+    assert evidence.saved_steps(prof) == [2, 4, 6]  # the start and the end are evaluated as such
     with pytest.raises(ValueError, match="placebo_ratio"):
         ce.EvidenceProfile(ratios=(0.1,), placebo_ratio=0.3)
     with pytest.raises(ValueError, match="frontier_points"):
