@@ -8,29 +8,15 @@ import math
 import pytest
 import torch
 import trl  # noqa: F401  (required: a broken install must fail, not skip)
+from test_trl_trainer import ROWS, G
+from test_trl_trainer import RUN as TRAINER_RUN
 from transformers import TrainerCallback
 
 from setpo.core import cosine_kernel, loo_credits
 from setpo.integrations.trl import BatchCredits, SetPOConfig, SetPOTrainer
 from setpo.tiny import build_tiny_model, load_tiny
 
-G = 4
-ROWS = 8
-RUN = dict(
-    max_steps=1,
-    per_device_train_batch_size=ROWS,
-    num_generations=G,
-    max_completion_length=8,
-    learning_rate=1e-2,
-    seed=0,
-    report_to="none",
-    use_cpu=True,
-    bf16=False,
-    gradient_checkpointing=False,
-    save_strategy="no",
-    logging_steps=1,
-    disable_tqdm=True,
-)
+RUN = {**TRAINER_RUN, "max_steps": 1}  # the trainer tests' tiny CPU run, one step
 
 
 @pytest.fixture(scope="module")
