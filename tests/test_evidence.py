@@ -34,6 +34,7 @@ def test_every_arm_and_seed_ran_from_one_start(evidence_run):
                 rl = json.loads((evidence_run / "steps" / f"rl_{arm}_g{G}_s{seed}.json").read_text())
                 assert (rl["ratio"], rl["placebo"], rl["seed"]) == (ratio, placebo, seed)
                 if ratio > 0:  # the trainer set lambda from the target ratio and logged it
+                    assert len(rl["log"]) == prof.rl_steps and all("setpo/lambda" in h for h in rl["log"])
                     assert all(h["setpo/placebo"] == float(placebo) for h in rl["log"])
                     ratios = [h["setpo/shaping_ratio"] for h in rl["log"] if "setpo/shaping_ratio" in h]
                     assert all(r == pytest.approx(ratio, rel=1e-4) for r in ratios)
