@@ -1,0 +1,200 @@
+"""`GroupBatch`: the one input every diversity method reads, B prompts x G rollouts, row-major."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from setpo.core._checks import as_float_tensor, check_finite
+
+#: The optional per-rollout inputs a method may declare it needs (the field names of `GroupBatch`).
+INPUT_FIELDS = (
+    "rewards",
+    "embeddings",
+    "texts",
+    "answers",
+    "valid_sets",
+    "correct",
+    "token_logprobs",
+    "token_entropies",
+    "response_mask",
+)
+
+
+def _text_rows(values: Any, name: str, n: int, allow_none: bool) -> tuple | None:
+    """`values` as a tuple of `n` strings (or None where allowed); None stays None."""
+    if values is None:
+        return None
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise ValueError(f"{name} must be a sequence of {n} strings (one per rollout, row-major), got {type(values)}")
+    if len(values) != n:
+        raise ValueError(f"{name} must hold one entry per rollout, B * G = {n}, got {len(values)}")
+    for i, v in enumerate(values):
+        if not (isinstance(v, str) or (allow_none and v is None)):
+            kind = "strings (or None for no answer)" if allow_none else "strings"
+            raise ValueError(f"{name} must hold {kind}; row {i} is {type(v).__name__}")
+    return tuple(values)
+
+
+def _token_tensor(x: Any, name: str, bg: tuple[int, int]) -> torch.Tensor | None:
+    if x is None:
+        return None
+    t = as_float_tensor(x, name)
+    if t.dim() != 3 or tuple(t.shape[:2]) != bg:
+        raise ValueError(f"{name} must have shape (B, G, T) = ({bg[0]}, {bg[1]}, T), got {tuple(t.shape)}")
+    check_finite(t, name)
+    return t
+
+
+@dataclass(frozen=True, eq=False)
+class GroupBatch:
+    """The rollouts of B prompts, G per prompt, and everything a method may read about them.
+
+    Row-major layout: rollout g of prompt b is ``[b, g]`` in tensors and entry ``b * G + g`` in the flat
+    sequences (TRL's and verl's order of consecutive groups). Only ``rewards`` is required; a method names the
+    fields it needs and refuses a batch that lacks them.
+
+    * ``rewards`` (B, G): the task rewards (float, finite).
+    * ``embeddings`` (B, G, d): one embedding per rollout (float, finite).
+    * ``texts``: B * G completion texts.
+    * ``answers``: B * G extracted final answers (None: no answer); methods normalise them themselves.
+    * ``valid_sets``: B collections of valid answers, one per prompt (GAPO's V).
+    * ``correct`` (B, G): bool correctness mask.
+    * ``token_logprobs``, ``token_entropies`` (B, G, T): per-token log-probabilities / entropies of the policy.
+    * ``response_mask`` (B, G, T): which tokens belong to the response (bool or 0/1).
+    """
+
+    rewards: torch.Tensor
+    embeddings: torch.Tensor | None = None
+    texts: Sequence[str] | None = None
+    answers: Sequence[str | None] | None = None
+    valid_sets: Sequence[Collection[str]] | None = None
+    correct: torch.Tensor | None = None
+    token_logprobs: torch.Tensor | None = None
+    token_entropies: torch.Tensor | None = None
+    response_mask: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        r = as_float_tensor(self.rewards, "rewards")
+        if r.dim() != 2 or r.shape[0] < 1 or r.shape[1] < 1:
+            raise ValueError(f"rewards must have shape (B, G) with B, G >= 1, got {tuple(r.shape)}")
+        check_finite(r, "rewards")
+        B, G = r.shape
+        set_ = object.__setattr__
+        set_(self, "rewards", r)
+        if self.embeddings is not None:
+            e = as_float_tensor(self.embeddings, "embeddings")
+            if e.dim() != 3 or tuple(e.shape[:2]) != (B, G) or e.shape[2] < 1:
+                raise ValueError(f"embeddings must have shape (B, G, d) = ({B}, {G}, d >= 1), got {tuple(e.shape)}")
+            check_finite(e, "embeddings")
+            set_(self, "embeddings", e)
+        set_(self, "texts", _text_rows(self.texts, "texts", B * G, allow_none=False))
+        set_(self, "answers", _text_rows(self.answers, "answers", B * G, allow_none=True))
+        if self.valid_sets is not None:
+            vs = self.valid_sets
+            if isinstance(vs, (str, bytes)) or not isinstance(vs, Sequence) or len(vs) != B:
+                raise ValueError(f"valid_sets must be a sequence of {B} collections of answers, one per prompt")
+            if any(isinstance(v, (str, bytes)) or not isinstance(v, Collection) for v in vs):
+                raise ValueError("valid_sets must hold collections of answers, not bare strings")
+            set_(self, "valid_sets", tuple(vs))
+        if self.correct is not None:
+            c = torch.as_tensor(self.correct)
+            if c.dtype != torch.bool:
+                if c.is_floating_point() or c.dtype in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8):
+                    if not bool(((c == 0) | (c == 1)).all()):
+                        raise ValueError("correct must be a bool mask (or hold only 0 and 1)")
+                    c = c != 0
+                else:
+                    raise ValueError(f"correct must be a bool mask, got dtype {c.dtype}")
+            if tuple(c.shape) != (B, G):
+                raise ValueError(f"correct must have shape (B, G) = ({B}, {G}), got {tuple(c.shape)}")
+            set_(self, "correct", c)
+        set_(self, "token_logprobs", _token_tensor(self.token_logprobs, "token_logprobs", (B, G)))
+        set_(self, "token_entropies", _token_tensor(self.token_entropies, "token_entropies", (B, G)))
+        if self.response_mask is not None:
+            m = torch.as_tensor(self.response_mask)
+            if m.dtype != torch.bool:
+                if not bool(((m == 0) | (m == 1)).all()):
+                    raise ValueError("response_mask must be a bool mask (or hold only 0 and 1)")
+                m = m != 0
+            if m.dim() != 3 or tuple(m.shape[:2]) != (B, G):
+                raise ValueError(f"response_mask must have shape (B, G, T) = ({B}, {G}, T), got {tuple(m.shape)}")
+            for name in ("token_logprobs", "token_entropies"):
+                t = getattr(self, name)
+                if t is not None and t.shape != m.shape:
+                    raise ValueError(f"response_mask shape {tuple(m.shape)} differs from {name} {tuple(t.shape)}")
+            set_(self, "response_mask", m)
+
+    @property
+    def num_groups(self) -> int:
+        """B, the number of prompts."""
+        return self.rewards.shape[0]
+
+    @property
+    def group_size(self) -> int:
+        """G, the rollouts per prompt."""
+        return self.rewards.shape[1]
+
+    def present(self) -> frozenset[str]:
+        """The names of the fields this batch carries."""
+        return frozenset(f for f in INPUT_FIELDS if getattr(self, f) is not None)
+
+    def replace(self, **changes: Any) -> GroupBatch:
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_rows(cls, rewards: Any, group_size: int, **fields: Any) -> GroupBatch:
+        """Build from flat rows as the engines hold them: rewards (N,), embeddings (N, d), correct (N,),
+        token tensors (N, T); N = B * G consecutive groups of `group_size`. Flat sequences pass through."""
+        if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
+            raise ValueError(f"group_size must be an integer >= 1, got {group_size!r}")
+        r = as_float_tensor(rewards, "rewards")
+        if r.dim() != 1 or r.shape[0] == 0 or r.shape[0] % group_size != 0:
+            raise ValueError(f"rewards must be flat (N,), N a positive multiple of {group_size}, got {tuple(r.shape)}")
+        B = r.shape[0] // group_size
+        unknown = set(fields) - set(INPUT_FIELDS)
+        if unknown:
+            raise ValueError(f"unknown GroupBatch field(s) {sorted(unknown)}; fields are {list(INPUT_FIELDS)}")
+        out = {}
+        for name, value in fields.items():
+            if value is not None and name in (
+                "embeddings",
+                "correct",
+                "token_logprobs",
+                "token_entropies",
+                "response_mask",
+            ):
+                t = torch.as_tensor(value)
+                if t.dim() < 1 or t.shape[0] != r.shape[0]:
+                    raise ValueError(f"{name} must have N = {r.shape[0]} rows, got shape {tuple(t.shape)}")
+                value = t.reshape(B, group_size, *t.shape[1:])
+            out[name] = value
+        return cls(rewards=r.reshape(B, group_size), **out)
+
+
+def check_group_tensor(x: Any, name: str, batch: GroupBatch) -> torch.Tensor:
+    """`x` as a finite float tensor of shape (B, G) matching `batch`."""
+    t = as_float_tensor(x, name)
+    if tuple(t.shape) != (batch.num_groups, batch.group_size):
+        raise ValueError(
+            f"{name} must have shape (B, G) = {(batch.num_groups, batch.group_size)}, got {tuple(t.shape)}"
+        )
+    check_finite(t, name)
+    return t
+
+
+def check_real(value: Any, name: str, *, minimum: float | None = None, strict: bool = False) -> float:
+    """`value` as a finite float (>= or > `minimum`); ValueError naming `name` otherwise."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if minimum is not None and (value <= minimum if strict else value < minimum):
+        raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, got {value!r}")
+    return float(value)

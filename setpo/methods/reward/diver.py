@@ -1,0 +1,80 @@
+"""DIVER (Hu, Zhang et al., arXiv 2509.26209): a pairwise-BLEU diversity bonus added to the reward."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from setpo.methods.batch import GroupBatch, check_real
+from setpo.methods.registry import register_method
+from setpo.metrics.diversity import Smoothing, Tokenize, _bleu_from_counts, _check_bleu_args, ngrams, tokenize
+
+
+def pairwise_bleu_diversity(
+    texts: Sequence[str],
+    group_size: int,
+    max_n: int = 4,
+    smoothing: Smoothing = "epsilon",
+    epsilon: float = 0.1,
+    tokenization: Tokenize = "word",
+) -> torch.Tensor:
+    """d_i = 1 - mean_{j != i} (BLEU(o_j | o_i) + BLEU(o_i | o_j)) / 2 within the group (DIVER, Self-BLEU diversity).
+
+    ``texts``: B * G texts, G = `group_size` consecutive per prompt; returns (B, G) float64. BLEU is
+    `setpo.metrics.sentence_bleu` with one reference, each text's n-gram counts computed once. The symmetric pair
+    similarity is the public code's (NJU-RL/DIVER, diversity_metric.py), there with NLTK and BLEU-5 weights.
+    """
+    _check_bleu_args(max_n, smoothing, epsilon)
+    if len(texts) % group_size:
+        raise ValueError(f"{len(texts)} texts are not a multiple of the group size {group_size}")
+    if group_size < 2:
+        raise ValueError(f"group size G={group_size} is too small: the pairwise BLEU diversity needs G >= 2")
+    B = len(texts) // group_size
+    out = torch.empty(B, group_size, dtype=torch.float64)
+    for b in range(B):
+        toks = [tokenize(t, tokenization) for t in texts[b * group_size : (b + 1) * group_size]]
+        grams = [[ngrams(t, n) for n in range(1, max_n + 1)] for t in toks]
+        totals = [[sum(c.values()) for c in per] for per in grams]
+        sim = torch.zeros(group_size, group_size, dtype=torch.float64)
+        for i in range(group_size):
+            for j in range(group_size):
+                if i == j:
+                    continue
+                # BLEU of hypothesis j against the single reference i
+                matches = [sum(min(c, grams[i][n][g]) for g, c in grams[j][n].items()) for n in range(max_n)]
+                sim[i, j] = _bleu_from_counts(matches, totals[j], len(toks[j]), len(toks[i]), smoothing, epsilon)
+        sym = (sim + sim.T) / 2
+        out[b] = 1.0 - sym.sum(-1) / (group_size - 1)
+    return out
+
+
+@register_method(
+    "diver",
+    entry="reward",
+    needs=("rewards", "texts"),
+    citation="Hu, Zhang et al., Diversity-Incentivized Exploration for Versatile Reasoning, arXiv 2509.26209",
+    group_scale="group",
+    needs_for=lambda p: ("correct",) if p["correct_only"] else (),
+)
+def diver_method(
+    batch: GroupBatch,
+    lam: float = 0.1,
+    correct_only: bool = True,
+    max_n: int = 4,
+    smoothing: Smoothing = "epsilon",
+    epsilon: float = 0.1,
+    tokenization: Tokenize = "word",
+) -> torch.Tensor:
+    """R~_i = R_i + lam * 1[correct_i] * d_i, d_i the pairwise-BLEU diversity (DIVER, diversity reward shaping).
+
+    The bonus goes to correct rollouts only unless ``correct_only=False``; d_i compares rollout i with every
+    other rollout of its group. See `pairwise_bleu_diversity` for the BLEU options.
+    """
+    lam = check_real(lam, "lam", minimum=0.0)
+    if not isinstance(correct_only, bool):
+        raise ValueError(f"correct_only must be True or False, got {correct_only!r}")
+    d = pairwise_bleu_diversity(batch.texts, batch.group_size, max_n, smoothing, epsilon, tokenization)
+    if correct_only:
+        d = d * batch.correct.to(torch.float64)
+    return (batch.rewards.to(torch.float64) + lam * d).to(batch.rewards.dtype)

@@ -1,0 +1,60 @@
+"""DRA-GRPO (Chen et al., arXiv 2505.09655): rewards divided by a submodular-mutual-information redundancy."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+
+from setpo.core import cosine_kernel
+from setpo.methods.batch import GroupBatch
+from setpo.methods.registry import register_method
+
+#: "group": the paper's form, similarities within the prompt's group, self excluded. "batch": the public code's form
+#: (xiwenc1/DRA-GRPO, grpo_trainer.py), similarities over every rollout of the batch, self included, + 1e-6.
+Scope = Literal["group", "batch"]
+CODE_EPS = 1e-6
+
+
+def dra_weights(embeddings: torch.Tensor, scope: Scope = "group", clamp: bool = False) -> torch.Tensor:
+    """w_i = 1 / (1 + sum_{j != i} sim(o_i, o_j)) in the group (DRA-GRPO, graph-cut SMI); (B,G,d) -> (B,G).
+
+    ``scope="group"`` is the paper's form. ``scope="batch"`` is the public code's: w_i = 1 / (sum_j sim(o_i, o_j) +
+    1e-6) over all B * G rollouts, j = i included (sim(o_i, o_i) = 1, so the 1 of the paper reappears as the self
+    term). ``sim`` is the cosine similarity of the embeddings (`setpo.cosine_kernel`, raw unless ``clamp``). A
+    denominator <= 0 (possible with negative cosines) raises instead of flipping the reward's sign.
+    """
+    if scope not in ("group", "batch"):
+        raise ValueError(f"unknown scope {scope!r}; use 'group' (the paper's) or 'batch' (the public code's)")
+    if not isinstance(clamp, bool):
+        raise ValueError(f"clamp must be True or False, got {clamp!r}")
+    B, G, d = embeddings.shape
+    e = embeddings.to(torch.float64)
+    if scope == "group":
+        K = cosine_kernel(e, clamp=clamp)
+        denom = K.sum(-1)  # 1 (the diagonal) + sum_{j != i}
+    else:
+        K = cosine_kernel(e.reshape(1, B * G, d), clamp=clamp)[0]
+        denom = (K.sum(-1) + CODE_EPS).reshape(B, G)
+    if bool((denom <= 0).any()):
+        raise ValueError(
+            f"DRA-GRPO denominator 1 + sum_j sim(o_i, o_j) is <= 0 for {int((denom <= 0).sum())} rollout(s) "
+            "(negative cosine similarities); use clamp=True"
+        )
+    return 1.0 / denom
+
+
+@register_method(
+    "dra_grpo",
+    entry="reward",
+    needs=("rewards", "embeddings"),
+    citation="Chen et al., DRA-GRPO: Diversity-Aware Reward Adjustment for R1-Zero-Like Training, arXiv 2505.09655",
+    group_scale="group",
+)
+def dra_grpo_method(batch: GroupBatch, scope: Scope = "group", clamp: bool = False) -> torch.Tensor:
+    """R~_i = R_i / (1 + sum_{j != i} sim(o_i, o_j)) (DRA-GRPO reward adjustment), then the group z-score.
+
+    See `dra_weights` for ``scope`` (the paper's group form by default, the public code's batch form as an option).
+    """
+    w = dra_weights(batch.embeddings, scope, clamp)
+    return (batch.rewards.to(torch.float64) * w).to(batch.rewards.dtype)
