@@ -38,7 +38,6 @@ from tqdm.auto import tqdm
 
 from reproduce import evidence
 from reproduce.common import (
-    CPU_TRL_ARGS,
     PAPER_FIGURES,
     Parser,
     RunDir,
@@ -49,15 +48,12 @@ from reproduce.evidence import (
     analyse,
     arms,
     cached_eval,
-    checkpoint_callback,
     publish_size,
     saved_steps,
-    setpo_args,
 )
-from setpo.models import load_pretrained
+from reproduce.smollm2 import load_policy, sample, train_arm
 
 NAME = "smollm2_primes"
-MODEL = "smollm2-135m-instruct"
 COMMAND = "python -m reproduce smollm2_primes --profile {profile}"
 PROMPT = "Name a prime number between {lo} and {hi}.\nThe prime number is "
 TEST_LOS = (5, 13, 22, 31, 40, 49, 57, 64, 72, 81, 88, 95)
@@ -142,75 +138,16 @@ def windows(split: str, n_test: int) -> list[tuple[int, int]]:
     return [(lo, lo + w) for w in TRAIN_WIDTHS for lo in range(0, 96)]
 
 
-def load_policy(adapter: Path | None = None):
-    """The start model, or the start model with a saved LoRA adapter merged in."""
-    model, tok = load_pretrained(MODEL)
-    if adapter is not None:
-        from peft import PeftModel
-
-        model = PeftModel.from_pretrained(model, adapter).merge_and_unload()
-    return model.eval(), tok
-
-
 def stage_rl(run: RunDir, prof: PrimesProfile, arm: str, ratio: float, placebo: bool, G: int, seed: int) -> Path:
     """One LoRA RL run from the start model; GRPO also saves its frontier adapters. Returns the final adapter."""
-    from datasets import Dataset
-    from peft import LoraConfig
-    from transformers.trainer_callback import PrinterCallback
-
-    from setpo.integrations.trl import SetPOConfig, SetPOTrainer
-
-    name = f"{arm}_g{G}_s{seed}"
-    out = run.path / "adapters" / name
-    if run.done(f"rl_{name}"):
-        return out
-    model, tok = load_pretrained(MODEL)
     rows = [{"prompt": PROMPT.format(lo=lo, hi=hi), "lo": lo, "hi": hi} for lo, hi in windows("train", prof.n_test)]
-    args = SetPOConfig(
-        output_dir=str(run.path / "trl" / name),
-        max_steps=prof.rl_steps,
-        per_device_train_batch_size=prof.prompts_per_step * G,
-        num_generations=G,
-        max_completion_length=prof.max_completion_length,
-        temperature=1.0,
-        learning_rate=prof.rl_lr,
-        lr_scheduler_type="constant",
-        gradient_checkpointing=False,  # TRL's default (True) recomputes activations: slower on a CPU, same result
-        seed=seed,
-        data_seed=seed,
-        setpo_embedder="hashed",
-        **CPU_TRL_ARGS,
-        **setpo_args(ratio, placebo),
-    )
-    callbacks = []
-    if arm == "grpo":
-        callbacks.append(checkpoint_callback(set(saved_steps(prof)), run.path / "adapters" / f"{name}_ckpt", tok))
-    lora = {"r": prof.lora_r, "lora_alpha": 2 * prof.lora_r, "lora_dropout": 0.0, "task_type": "CAUSAL_LM",
-            "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}  # fmt: skip
-
-    t0 = time.perf_counter()
-    trainer = SetPOTrainer(
-        model=model,
-        reward_funcs=[primes_reward],
-        args=args,
-        train_dataset=Dataset.from_list(rows),
-        processing_class=tok,
-        callbacks=callbacks,
-        peft_config=LoraConfig(**lora),
-        embedder=AnswerOneHot() if ratio > 0 else None,
-    )
-    trainer.remove_callback(PrinterCallback)
-    trainer.train()
-    trainer.model.save_pretrained(out)
-    logs = [h for h in trainer.state.log_history if "reward" in h]
-    run.save(f"rl_{name}", {"arm": arm, "ratio": ratio, "placebo": placebo, "G": G, "seed": seed,
-                            "wall_s": time.perf_counter() - t0, "log": logs})  # fmt: skip
-    return out
+    return train_arm(run, f"{arm}_g{G}_s{seed}", rows, [primes_reward], AnswerOneHot(), prof=prof, G=G, seed=seed,
+                     ratio=ratio, placebo=placebo, save_steps=saved_steps(prof) if arm == "grpo" else (),
+                     meta={"arm": arm})  # fmt: skip
 
 
 def evaluate(adapter: Path | None, prof: PrimesProfile) -> dict:
     """Per decoding: per-window valid counts and distinct valid primes, pass@k, distinct, width."""
-    from setpo.eval.generate import HFGenerator, SamplingConfig
     from setpo.metrics import pass_at_k
 
     model, tok = load_policy(adapter)
@@ -219,9 +156,7 @@ def evaluate(adapter: Path | None, prof: PrimesProfile) -> dict:
     ks = [k for k in (2**i for i in range(20)) if k <= prof.eval_n]
     out = {}
     for T, top_p in prof.decodings:
-        cfg = SamplingConfig(n=prof.eval_n, temperature=T, top_p=top_p, max_new_tokens=prof.max_completion_length,
-                             batch_size=prof.eval_batch_size, seed=0, use_chat_template=False)  # fmt: skip
-        samples = HFGenerator(model, tok, cfg, progress=False)(prompts)
+        samples = sample(model, tok, prompts, prof.eval_n, T, top_p, prof.max_completion_length, prof.eval_batch_size)
         answers = [[valid_answer(s, lo, hi) for s in row] for row, (lo, hi) in zip(samples, tests)]
         n_correct = [sum(a is not None for a in row) for row in answers]
         n_distinct = [len({a for a in row if a is not None}) for row in answers]

@@ -1,0 +1,107 @@
+"""SmolLM2-135M-Instruct with LoRA, as the SmolLM2 experiments use it: the policy, one RL arm, sampling."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from reproduce.common import CPU_TRL_ARGS, RunDir
+from reproduce.evidence import checkpoint_callback, setpo_args
+from setpo.models import load_pretrained
+
+MODEL = "smollm2-135m-instruct"
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
+
+
+def load_policy(adapter: Path | None = None):
+    """The start model, or the start model with a saved LoRA adapter merged in."""
+    model, tok = load_pretrained(MODEL)
+    if adapter is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    return model.eval(), tok
+
+
+def train_arm(
+    run: RunDir,
+    name: str,
+    rows: list[dict[str, Any]],
+    reward_funcs: list[Callable],
+    embedder: Callable[[Sequence[str]], Any] | None,
+    *,
+    prof: Any,
+    G: int,
+    seed: int,
+    ratio: float,
+    placebo: bool,
+    save_steps: Sequence[int] = (),
+    meta: dict[str, Any] | None = None,
+) -> Path:
+    """One LoRA RL run of arm ``name`` from the start model (step ``rl_<name>`` of ``run``); returns its adapter.
+
+    ``prof`` gives rl_steps, prompts_per_step, rl_lr, lora_r and max_completion_length; ratio 0 is plain GRPO, else
+    lambda is set every step for mean|lambda s| / mean|A_bar| = ratio (the placebo permutes the credits). Adapters
+    at ``save_steps`` go to ``adapters/<name>_ckpt/step<k>``.
+    """
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers.trainer_callback import PrinterCallback
+
+    from setpo.integrations.trl import SetPOConfig, SetPOTrainer
+
+    out = run.path / "adapters" / name
+    if run.done(f"rl_{name}"):
+        return out
+    model, tok = load_pretrained(MODEL)
+    args = SetPOConfig(
+        output_dir=str(run.path / "trl" / name),
+        max_steps=prof.rl_steps,
+        per_device_train_batch_size=prof.prompts_per_step * G,
+        num_generations=G,
+        max_completion_length=prof.max_completion_length,
+        temperature=1.0,
+        learning_rate=prof.rl_lr,
+        lr_scheduler_type="constant",
+        gradient_checkpointing=False,  # TRL's default (True) recomputes activations: slower on a CPU, same result
+        seed=seed,
+        data_seed=seed,
+        setpo_embedder="hashed",
+        **CPU_TRL_ARGS,
+        **setpo_args(ratio, placebo),
+    )
+    callbacks = (
+        [checkpoint_callback(set(save_steps), run.path / "adapters" / f"{name}_ckpt", tok)] if save_steps else []
+    )
+    lora = LoraConfig(r=prof.lora_r, lora_alpha=2 * prof.lora_r, lora_dropout=0.0, task_type="CAUSAL_LM",
+                      target_modules=LORA_TARGETS)  # fmt: skip
+    t0 = time.perf_counter()
+    trainer = SetPOTrainer(
+        model=model,
+        reward_funcs=reward_funcs,
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tok,
+        callbacks=callbacks,
+        peft_config=lora,
+        embedder=embedder if ratio > 0 else None,
+    )
+    trainer.remove_callback(PrinterCallback)
+    trainer.train()
+    trainer.model.save_pretrained(out)
+    logs = [h for h in trainer.state.log_history if "reward" in h]
+    run.save(f"rl_{name}", {**(meta or {}), "G": G, "seed": seed, "ratio": ratio, "placebo": placebo,
+                            "wall_s": time.perf_counter() - t0, "log": logs})  # fmt: skip
+    return out
+
+
+def sample(model, tok, prompts: list[str], n: int, temperature: float, top_p: float, max_new_tokens: int,
+           batch_size: int) -> list[list[str]]:  # fmt: skip
+    """``n`` completions per plain-text prompt (no chat template), seed 0."""
+    from setpo.eval.generate import HFGenerator, SamplingConfig
+
+    cfg = SamplingConfig(n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
+                         batch_size=batch_size, seed=0, use_chat_template=False)  # fmt: skip
+    return HFGenerator(model, tok, cfg, progress=False)(prompts)
