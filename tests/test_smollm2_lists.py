@@ -1,0 +1,98 @@
+"""The SmolLM2 list-selection experiment's parts: prompts, rewards, answer kernel, GAPO's metrics, contrasts, a run."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reproduce import smollm2_lists as sl
+from setpo.core import cosine_kernel
+
+
+def test_test_lists_are_eight_distinct_items_and_never_a_training_list():
+    train, test = set(sl.make_lists("train", sl.TRAIN_LISTS)), sl.make_lists("test", 12)
+    assert len(train) == sl.TRAIN_LISTS and len(test) == 12 and not train & set(test)
+    assert all(len(t) == len(set(t)) == sl.TEST_SIZE for t in test)
+    assert all(4 <= len(t) <= 12 for t in train)
+    assert not any("red" in t or "green" in t for t in test)  # colours are the prompt's example
+
+
+def test_valid_reward_reads_the_first_line():
+    items = ["pear", "fig", "kiwi"]
+    completions = [" fig\nList: x", " Pear.", " apple", "", " kiwi, fig"]
+    assert sl.valid_reward(completions, [items] * 5) == [1.0, 1.0, 0.0, 0.0, 0.0]
+
+
+def test_answer_kernel_is_same_answer_or_not():
+    E = sl.AnswerOneHot()([" fig\nmore", " Fig.", " pear", " two words", " two words!"])
+    K = cosine_kernel(E.double())
+    assert K[0, 1] == pytest.approx(1) and K[0, 2] == 0 and K[3, 4] == pytest.approx(1) and K[2, 3] == 0
+
+
+def _js_uniform_brute(p: list[float], q: list[float]) -> float:
+    m = [(a + b) / 2 for a, b in zip(p, q)]
+    kl = lambda x, y: sum(a * math.log2(a / b) for a, b in zip(x, y) if a > 0)  # noqa: E731
+    return (kl(p, m) + kl(q, m)) / 2
+
+
+def test_list_metrics_match_a_hand_count():
+    items = ("a1", "b2", "c3", "d4")
+    answers = ["a1", "a1", "b2", None, "zz", "a1", "c3", "a1"]
+    m = sl.list_metrics(answers, items)
+    assert m["validity"] == 6 / 8 and m["distinct"] == 3 and m["first_item"] == 4 / 8
+    assert m["counts"] == {"a1": 4, "b2": 1, "c3": 1}
+    assert m["js_valid"] == pytest.approx(_js_uniform_brute([4 / 6, 1 / 6, 1 / 6, 0], [0.25] * 4))
+    assert m["js_all"] == pytest.approx(_js_uniform_brute([4 / 8, 1 / 8, 1 / 8, 0, 2 / 8], [0.25] * 4 + [0]))
+    assert sl.list_metrics(["zz", None], items)["js_valid"] == 1.0  # no valid answer: maximal divergence
+
+
+def _frame(prof, uniformity: dict[str, list[float]], validity: dict[str, list[float]]) -> pd.DataFrame:
+    rows = [{"arm": "start", "seed": -1, "step": 0, "validity": 0.5, "uniformity": 0.8}]
+    steps = sl.checkpoint_steps(prof.rl_steps, prof.frontier_points)[1:]
+    for arm, us in uniformity.items():
+        for seed, (u, v) in enumerate(zip(us, validity[arm])):
+            if arm == "grpo":  # a path from the start to (v, u)
+                for st in steps:
+                    f = st / prof.rl_steps
+                    rows.append({"arm": arm, "seed": seed, "step": st, "validity": 0.5 + f * (v - 0.5),
+                                 "uniformity": 0.8 + f * (u - 0.8)})  # fmt: skip
+            else:
+                rows.append({"arm": arm, "seed": seed, "step": prof.rl_steps, "validity": v, "uniformity": u})
+    df = pd.DataFrame(rows)
+    df["js_valid"] = 1 - df.uniformity
+    for k in ("js_all", "distinct", "first_item"):
+        df[k] = 0.0
+    return df
+
+
+def test_contrasts_judge_against_grpos_frontier_and_the_placebo():
+    prof = sl.ListsProfile(seeds=4, rl_steps=4, frontier_points=3)
+    r = f"setpo_r{prof.ratio:g}"
+    p = f"placebo_r{prof.ratio:g}"
+    validity = {a: [0.9] * 4 for a in ("grpo", "gapo", r, p)}
+    validity[r] = [0.7] * 4  # SetPO stops halfway along GRPO's path: frontier uniformity there is 0.8 - 0.2 * 0.5
+    uni = {"grpo": [0.6] * 4, "gapo": [0.6] * 4, r: [0.75, 0.76, 0.77, 0.78], p: [0.6] * 4}
+    con = sl.contrasts(_frame(prof, uni, validity), prof)
+    row = lambda claim, metric: con[(con.claim == claim) & (con.metric == metric)].iloc[0]  # noqa: E731
+    gap = row(f"{r} lies above GRPO's frontier", "uniformity gap")
+    assert gap["mean"] == pytest.approx(np.mean([0.75, 0.76, 0.77, 0.78]) - 0.7) and gap["verdict"] == "confirmed"
+    assert row(f"{r} beats {p}", "uniformity")["verdict"] == "confirmed"
+    assert row("gapo lies above GRPO's frontier", "uniformity gap")["verdict"] == "refuted"  # on GRPO's end point
+    assert row("GRPO raises validity over its start (regime check)", "validity")["verdict"] == "confirmed"
+    assert row("GRPO narrows: JS over valid answers up from its start", "js_valid")["mean"] == pytest.approx(0.2)
+
+
+def test_one_gapo_lora_run_trains_and_is_evaluated(tmp_path):
+    from reproduce.common import RunDir
+
+    prof = sl.PROFILES["smoke"]
+    run = RunDir(tmp_path, {"test": 1})
+    adapter = sl.stage_rl(run, prof, "gapo", "gapo", 0.0, False, 0)
+    assert (adapter / "adapter_model.safetensors").exists()
+    m = sl.evaluate(adapter, prof)
+    assert len(m["per_list"]) == prof.n_test and 0 <= m["validity"] <= 1
+    assert m["validity"] == pytest.approx(np.mean([pl["validity"] for pl in m["per_list"]]))
+    assert all(sum(pl["counts"].values()) == round(pl["validity"] * prof.eval_n) for pl in m["per_list"])
