@@ -104,3 +104,105 @@ def test_every_verl_setting_keeps_its_overrides_and_script():
 
 def test_gpu_hour_estimates_unchanged():
     assert _h(estimates_csv()) == "77e7cf3fe56be942"
+
+
+# -- the table itself ------------------------------------------------------------------------------------------
+
+
+def test_the_table_carries_the_papers_settings():
+    """Spec section 4 table: prompts per step, lr, KL, epochs, G, temperature, clip, max response, lambda."""
+    from setpo.paper_runs import PAPER_RUNS
+
+    def row(name):
+        r = PAPER_RUNS[name]
+        return (r.prompts_per_step, r.lr, r.kl, r.epochs, r.group_size, r.temperature, r.clip_low, r.clip_high,
+                r.max_response, r.lam)  # fmt: skip
+
+    for size in ("1.5b", "7b"):
+        assert row(f"table4_grpo_{size}") == (64, 3e-6, 1e-4, 2, 6, 0.9, 0.2, None, 756, 0.05)
+        assert row(f"table5_gspo_{size}") == (64, 1e-6, 1e-4, 2, 6, 0.9, 3e-4, 4e-4, 756, 0.1)
+        assert row(f"table6_dapo_{size}") == (64, 1e-6, 1e-4, 2, 6, 0.9, 0.2, 0.28, 756, 0.2)
+    assert row("table7_grpo_32b") == (1024, 1e-6, 1e-3, 15, 6, 1.0, 0.2, None, 4096, 0.1)
+    assert PAPER_RUNS["table7_grpo_32b"].mini_batch == 256
+    for g in (3, 7):
+        assert row(f"table8_countdown_g{g}") == (128, 1e-6, 1e-3, 1, g, 1.0, None, None, 2048, 0.5)
+        assert row(f"table8_countdown_g{g}_kl5e-3")[2] == 5e-3
+        assert PAPER_RUNS[f"table8_countdown_g{g}"].max_prompt == 512
+        assert PAPER_RUNS[f"table8_countdown_g{g}"].train_max_samples == 86_400
+    assert {r.base for r in PAPER_RUNS.values()} == {"grpo", "gspo", "dapo", None}
+
+
+def test_unstated_fields_are_none_and_not_translated():
+    from setpo.paper_runs import PAPER_RUNS
+
+    gapo = PAPER_RUNS["gapo_qwen2.5_7b_lora"]
+    assert (gapo.epochs, gapo.temperature, gapo.max_response, gapo.clip_low, gapo.base) == (None,) * 5
+    assert not {"num_train_epochs", "temperature", "max_completion_length", "epsilon", "loss_type"} & set(
+        get_preset(gapo.name).values
+    )
+    assert PAPER_RUNS["table4_grpo_7b"].mini_batch is None and PAPER_RUNS["table4_grpo_7b"].max_prompt is None
+
+
+def test_paper_lambda_and_embedder_come_from_the_table():
+    from setpo.integrations.verl import PAPER_EMBEDDER as verl_embedder
+    from setpo.integrations.verl import PAPER_LAMBDA as verl_lambda
+    from setpo.paper_runs import PAPER_EMBEDDER, PAPER_LAMBDA, PAPER_RUNS
+
+    assert verl_lambda is PAPER_LAMBDA and verl_embedder == PAPER_EMBEDDER == "Qwen/Qwen3-Embedding-0.6B"
+    assert PAPER_LAMBDA == {"grpo": 0.05, "gspo": 0.1, "dapo": 0.2, "grpo_32b": 0.1, "countdown": 0.5}
+    for run in PAPER_RUNS.values():
+        if run.table is not None:
+            family = {4: "grpo", 5: "gspo", 6: "dapo", 7: "grpo_32b", 8: "countdown"}[run.table]
+            assert PAPER_LAMBDA[family] == run.lam == get_preset(run.name).values["setpo_lambda"], run.name
+
+
+def test_a_table_with_two_lambdas_is_refused(monkeypatch):
+    import dataclasses
+
+    import setpo.paper_runs as pr
+
+    changed = dataclasses.replace(pr.PAPER_RUNS["table4_grpo_7b"], lam=0.07)
+    monkeypatch.setattr(pr, "PAPER_RUNS", {**pr.PAPER_RUNS, changed.name: changed})
+    with pytest.raises(ValueError, match=r"Table 4 must have exactly one lambda.*0.05, 0.07"):
+        pr._family_lambda(4)
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (dict(base="ppo"), "base must be one of"),
+        (dict(dataset="mnist"), "unknown dataset 'mnist'"),
+        (dict(lr=-1e-6), "lr must be a finite number >= 0"),
+        (dict(kl=float("nan")), "kl must be a finite number"),
+        (dict(epochs=0), "epochs must be an integer >= 1"),
+        (dict(group_size=2.5), "group_size must be an integer"),
+        (dict(clip_low=None, clip_high=0.3), "clip_high is set but clip_low is not"),
+    ],
+)
+def test_bad_rows_are_refused_by_name(change, match):
+    import dataclasses
+
+    from setpo.paper_runs import PAPER_RUNS
+
+    with pytest.raises(ValueError, match=match):
+        dataclasses.replace(PAPER_RUNS["table6_dapo_7b"], **change)
+
+
+def test_unknown_run_names_are_named():
+    from setpo.paper_runs import get_run
+
+    with pytest.raises(ValueError, match=r"unknown paper run 'table9'.*table4_grpo_1.5b"):
+        get_run("table9")
+
+
+def test_verl_settings_are_the_translation_of_each_setpo_run():
+    from reproduce.scale.settings import setting
+
+    s, b = setting("table6_dapo_7b"), setting("table6_dapo_7b", baseline=True)
+    assert (s.name, b.name) == ("table6_setpo_dapo_math7b", "table6_dapo_math7b")
+    assert (s.lam, b.lam, s.clip_high, s.lr) == (0.2, None, 0.28, 1e-6)
+    assert {x.run for x in SETTINGS.values()} == {n for n in PRESETS if not n.startswith("gapo")}
+    with pytest.raises(ValueError, match="'gapo_qwen2.5_7b_lora' has no verl launch setting"):
+        setting("gapo_qwen2.5_7b_lora")
+    with pytest.raises(ValueError, match="unknown paper run 'table4'"):
+        setting("table4")

@@ -1,7 +1,8 @@
-"""Every full-scale paper run (Tables 4-8) as one table: settings, the verl overrides of each, a GPU-hour estimate.
+"""The verl translation of the paper's runs (``setpo.paper_runs``): settings, hydra overrides, a GPU-hour estimate.
 
-Hyperparameters are the paper's (spec section 4 table); resources (GPUs, tensor parallelism, micro-batches)
-and everything the paper does not state are this project's choices, marked ``# choice`` below.
+Hyperparameters come from ``PAPER_RUNS``; resources (GPUs, tensor parallelism, micro-batches), validation sets
+and everything the paper does not state are this project's choices, defined here. Each paper run gives two
+settings: the baseline (verl's own trainer) and SetPO with the paper's lambda.
 """
 
 from __future__ import annotations
@@ -9,15 +10,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from setpo.integrations.verl.config import PAPER_EMBEDDER, PAPER_LAMBDA
+from setpo.paper_runs import PAPER_EMBEDDER, PAPER_RUNS, PaperRun, get_run
 
 SEEDS = (1, 2, 3, 4, 5)
 REWARD = ["reward.custom_reward_function.path=pkg://setpo.integrations.verl.reward"]
 REWARD.append("reward.custom_reward_function.name=compute_score")
 
-#: Training-set sizes behind the step counts (GSM8K train; SimpleRL-Zoo MATH level 3-5, approximate;
-#: the paper's 86,400 Countdown samples).
-TRAIN_ROWS = {"gsm8k": 7473, "simplerl_hard": 8523, "countdown": 86_400}
+#: Training-set sizes behind the step counts when a run uses the whole set (GSM8K train; SimpleRL-Zoo MATH
+#: level 3-5, approximate). Countdown runs read the paper's first ``train_max_samples`` rows.
+TRAIN_ROWS = {"gsm8k": 7473, "simplerl_hard": 8523}
 #: Mean prompt length in tokens (chat template + instruction), an estimate per dataset.
 PROMPT_TOKENS = {"gsm8k": 150, "simplerl_hard": 200, "countdown": 200}
 PARAMS_B = {
@@ -26,6 +27,12 @@ PARAMS_B = {
     "Qwen/Qwen2.5-32B": 32.8,
     "Qwen/Qwen2.5-3B": 3.1,
 }
+#: Choices per dataset: the in-training validation sets (the paper's Pass@k is computed afterwards), the prompt
+#: cap where the paper gives none, and the run-name stem ({size}: the model's size; names are checkpoint folders).
+VAL_SETS = {"gsm8k": ("gsm8k", "math500"), "simplerl_hard": ("math500", "aime24"), "countdown": ("countdown",)}
+MAX_PROMPT = {"gsm8k": 512, "simplerl_hard": 1024}
+_NAME_STEM = {"gsm8k": "math{size}", "simplerl_hard": "qwen{size}", "countdown": "countdown_g{g}_kl{kl:g}"}
+VERL_DEFAULT_CLIP = 0.2  # verl's clip_ratio, for a paper table that gives no clip range (Table 8)
 
 
 @dataclass(frozen=True)
@@ -45,11 +52,21 @@ class Resources:
         return self.nnodes * self.gpus_per_node
 
 
+#: Resources per model (choice).
+RESOURCES = {
+    "Qwen/Qwen2.5-Math-1.5B": Resources(rollout_tp=1, micro_batch_per_gpu=16),
+    "Qwen/Qwen2.5-Math-7B": Resources(rollout_tp=2, micro_batch_per_gpu=8, ref_param_offload=True),
+    "Qwen/Qwen2.5-32B": Resources(nnodes=4, rollout_tp=4, micro_batch_per_gpu=2, ref_param_offload=True),
+    "Qwen/Qwen2.5-3B": Resources(rollout_tp=1, micro_batch_per_gpu=8),
+}
+
+
 @dataclass(frozen=True)
 class ScaleSetting:
     """One launch script: a paper table's run for one base method, model and (optional) SetPO lambda."""
 
     name: str
+    run: str  # the paper run's name (setpo.paper_runs.PAPER_RUNS)
     table: int
     base: str  # grpo | gspo | dapo
     model: str
@@ -69,7 +86,7 @@ class ScaleSetting:
     lam: float | None  # None: the baseline (verl's own trainer, no SetPO)
     resources: Resources = field(default_factory=Resources)
     train_max_samples: int = -1
-    val_temperature: float = 0.5  # paper's evaluation sampling: T=0.5, top-p 0.9
+    val_temperature: float = 0.5
     val_top_p: float = 0.9
 
     @property
@@ -82,54 +99,47 @@ class ScaleSetting:
         return (rows // self.batch) * self.epochs  # verl drops the last partial batch
 
 
-def _math(table, base, model, size, lam, **kw) -> ScaleSetting:
-    gsm8k = dict(train="gsm8k", val=("gsm8k", "math500"), batch=64, mini_batch=64, epochs=2, n=6, temperature=0.9)
-    gsm8k.update(max_prompt=512, max_response=756, kl=1e-4)
-    gsm8k.update(kw)
-    tag = "setpo_" + base if lam is not None else base
-    return ScaleSetting(name=f"table{table}_{tag}_math{size}", table=table, base=base, model=model, lam=lam, **gsm8k)
+def has_verl_setting(run: PaperRun) -> bool:
+    """Whether the run has verl launch settings: a SetPO paper table (lambda > 0, a base method) on a dataset
+    that ``setpo.data.prepare`` writes."""
+    return run.table is not None and run.base is not None and run.lam > 0 and run.dataset in VAL_SETS
 
 
-def _settings() -> list[ScaleSetting]:
-    out: list[ScaleSetting] = []
-    small = Resources(rollout_tp=1, micro_batch_per_gpu=16)
-    seven = Resources(rollout_tp=2, micro_batch_per_gpu=8, ref_param_offload=True)
-    for size, model, res in (("1.5b", "Qwen/Qwen2.5-Math-1.5B", small), ("7b", "Qwen/Qwen2.5-Math-7B", seven)):
-        for lam in (None, PAPER_LAMBDA["grpo"]):  # Table 4
-            out.append(_math(4, "grpo", model, size, lam, lr=3e-6, clip_low=0.2, clip_high=0.2, resources=res))
-        for lam in (None, PAPER_LAMBDA["gspo"]):  # Table 5
-            out.append(_math(5, "gspo", model, size, lam, lr=1e-6, clip_low=3e-4, clip_high=4e-4, resources=res))
-        for lam in (None, PAPER_LAMBDA["dapo"]):  # Table 6
-            out.append(_math(6, "dapo", model, size, lam, lr=1e-6, clip_low=0.2, clip_high=0.28, resources=res))
-    big = Resources(nnodes=4, rollout_tp=4, micro_batch_per_gpu=2, ref_param_offload=True)
-    for lam in (None, PAPER_LAMBDA["grpo_32b"]):  # Table 7 (rollout temperature 1.0 as its table lists)
-        tag = "setpo_grpo" if lam is not None else "grpo"
-        out.append(
-            ScaleSetting(
-                name=f"table7_{tag}_qwen32b", table=7, base="grpo", model="Qwen/Qwen2.5-32B", train="simplerl_hard",
-                val=("math500", "aime24"), batch=1024, mini_batch=256, lr=1e-6, kl=1e-3, epochs=15, n=6,
-                temperature=1.0, clip_low=0.2, clip_high=0.2, max_prompt=1024, max_response=4096, lam=lam,
-                resources=big,
-            )
-        )  # fmt: skip
-    three = Resources(rollout_tp=1, micro_batch_per_gpu=8)
-    for g in (3, 7):  # Table 8: Countdown, Qwen2.5-3B, G in {3, 7}, KL in {1e-3, 5e-3}
-        for kl in (1e-3, 5e-3):
-            for lam in (None, PAPER_LAMBDA["countdown"]):
-                tag = "setpo_grpo" if lam is not None else "grpo"
-                out.append(
-                    ScaleSetting(
-                        name=f"table8_{tag}_countdown_g{g}_kl{kl:g}", table=8, base="grpo", model="Qwen/Qwen2.5-3B",
-                        train="countdown", val=("countdown",), batch=128, mini_batch=128, lr=1e-6, kl=kl, epochs=1,
-                        n=g, temperature=1.0, clip_low=0.2, clip_high=0.2, max_prompt=512, max_response=2048,
-                        lam=lam, resources=three, train_max_samples=TRAIN_ROWS["countdown"], val_temperature=1.0,
-                        val_top_p=1.0,
-                    )
-                )  # fmt: skip
-    return out
+def to_setting(run: PaperRun, setpo: bool) -> ScaleSetting:
+    """The verl setting of a paper run: with SetPO at the paper's lambda, or its baseline (``setpo=False``)."""
+    if not has_verl_setting(run):
+        raise ValueError(f"paper run {run.name!r} has no verl launch setting (TRL only: {run.source})")
+    needed = ("epochs", "temperature", "max_response", "val_temperature", "val_top_p")
+    missing = [k for k in needed if getattr(run, k) is None]
+    if missing:
+        raise ValueError(f"paper run {run.name!r} lacks {missing}, which a verl launch needs")
+    size = run.model.rsplit("-", 1)[1].lower()
+    stem = _NAME_STEM[run.dataset].format(size=size, g=run.group_size, kl=run.kl)
+    clip_low = run.clip_low if run.clip_low is not None else VERL_DEFAULT_CLIP
+    return ScaleSetting(
+        name=f"table{run.table}_{'setpo_' if setpo else ''}{run.base}_{stem}", run=run.name, table=run.table,
+        base=run.base, model=run.model, train=run.dataset, val=VAL_SETS[run.dataset], batch=run.prompts_per_step,
+        mini_batch=run.mini_batch or run.prompts_per_step, lr=run.lr, kl=run.kl, epochs=run.epochs,
+        n=run.group_size, temperature=run.temperature, clip_low=clip_low,
+        clip_high=run.clip_high if run.clip_high is not None else clip_low,
+        max_prompt=run.max_prompt or MAX_PROMPT[run.dataset], max_response=run.max_response,
+        lam=run.lam if setpo else None, resources=RESOURCES[run.model],
+        train_max_samples=run.train_max_samples if run.train_max_samples is not None else -1,
+        val_temperature=run.val_temperature, val_top_p=run.val_top_p,
+    )  # fmt: skip
 
 
-SETTINGS: dict[str, ScaleSetting] = {s.name: s for s in _settings()}
+SETTINGS: dict[str, ScaleSetting] = {
+    s.name: s
+    for run in PAPER_RUNS.values()
+    if has_verl_setting(run)
+    for s in (to_setting(run, False), to_setting(run, True))
+}
+
+
+def setting(run: str, baseline: bool = False) -> ScaleSetting:
+    """The verl setting of the paper run called ``run`` (``setpo.paper_runs`` name): SetPO, or its baseline."""
+    return to_setting(get_run(run), setpo=not baseline)
 
 
 def base_method_overrides(s: ScaleSetting) -> list[str]:

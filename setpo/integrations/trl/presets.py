@@ -1,4 +1,4 @@
-"""The paper's training settings (SetPO Tables 4-8, GAPO Sec. 4) as named presets of ``SetPOConfig`` values.
+"""The paper's training settings (``setpo.paper_runs.PAPER_RUNS``) as named presets of ``SetPOConfig`` values.
 
 TRL names: KL coefficient = ``beta``; clip range = ``epsilon`` (low) / ``epsilon_high``; GSPO =
 ``importance_sampling_level="sequence"``; DAPO = ``loss_type="dapo"`` with ``epsilon_high=0.28``;
@@ -15,14 +15,25 @@ from typing import Any
 
 import yaml
 
-# Shared by every SetPO row: Qwen3-Embedding-0.6B on the output text, clamped cosine kernel, g = -log(1+x).
+from setpo.paper_runs import DATASETS, PAPER_EMBEDDER, PAPER_RUNS, PaperRun
+
+# Shared by every SetPO row: the paper's embedder on the output text, clamped cosine kernel, g = -log(1+x).
 _SETPO_COMMON: dict[str, Any] = {
-    "setpo_embedder": "Qwen/Qwen3-Embedding-0.6B",
+    "setpo_embedder": PAPER_EMBEDDER,
     "setpo_kernel_clamp": True,
     "setpo_shaping": "neglog1p",
     "setpo_embed_field": "completion",
 }
-_GSM8K = "GSM8K train; prompt + 'Please reason step by step, and put your final answer within \\boxed{}.'"
+#: The base methods in TRL: loss aggregation and importance-sampling level.
+_BASE: dict[str, dict[str, Any]] = {
+    "grpo": {"loss_type": "grpo"},
+    "gspo": {"loss_type": "grpo", "importance_sampling_level": "sequence"},
+    "dapo": {"loss_type": "dapo"},
+}
+_TRL_DEFAULT_EPSILON = 0.2  # written out for a base method whose paper table gives no clip range (Table 8)
+#: PaperRun field -> SetPOConfig field, for the fields that carry over as they are (None ones are left out).
+_FIELDS = {"lr": "learning_rate", "kl": "beta", "epochs": "num_train_epochs", "group_size": "num_generations"}
+_FIELDS |= {"temperature": "temperature", "max_response": "max_completion_length"}
 
 
 @dataclass(frozen=True)
@@ -38,115 +49,45 @@ class Preset:
     extra: dict[str, Any] = field(default_factory=dict)  # settings with no TRL config field (e.g. LoRA)
 
 
-def _math_row(name: str, table: str, model: str, lr: float, clip: tuple[float, float | None], lam: float, **kw):
-    values = {
-        **_SETPO_COMMON,
-        "learning_rate": lr,
-        "beta": 1e-4,
-        "num_train_epochs": 2,
-        "num_generations": 6,
-        "generation_batch_size": 64 * 6,
-        "temperature": 0.9,
-        "epsilon": clip[0],
-        "max_completion_length": 756,
-        "setpo_lambda": lam,
-        "scale_rewards": "group",
-        **kw,
-    }
-    if clip[1] is not None:
-        values["epsilon_high"] = clip[1]
-    return Preset(name, table, model, _GSM8K, values)
+def trl_values(run: PaperRun) -> dict[str, Any]:
+    """``SetPOConfig`` field values of a paper run; fields the paper does not state keep TRL's defaults."""
+    values = {key: getattr(run, attr) for attr, key in _FIELDS.items() if getattr(run, attr) is not None}
+    values["generation_batch_size"] = run.prompts_per_step * run.group_size
+    values["setpo_lambda"] = float(run.lam)
+    if run.lam > 0:
+        values |= _SETPO_COMMON
+    if run.base is not None:
+        values |= {**_BASE[run.base], "scale_rewards": "group"}
+        values["epsilon"] = run.clip_low if run.clip_low is not None else _TRL_DEFAULT_EPSILON
+        if run.clip_high is not None:
+            values["epsilon_high"] = run.clip_high
+    return values
 
 
-def _build() -> dict[str, Preset]:
-    presets: list[Preset] = []
-    for size in ("1.5b", "7b"):
-        model = f"Qwen/Qwen2.5-Math-{size.upper()}"
-        presets += [
-            _math_row(f"table4_grpo_{size}", "SetPO Table 4", model, 3e-6, (0.2, None), 0.05, loss_type="grpo"),
-            _math_row(
-                f"table5_gspo_{size}",
-                "SetPO Table 5",
-                model,
-                1e-6,
-                (3e-4, 4e-4),
-                0.1,
-                loss_type="grpo",
-                importance_sampling_level="sequence",
-            ),
-            _math_row(f"table6_dapo_{size}", "SetPO Table 6", model, 1e-6, (0.2, 0.28), 0.2, loss_type="dapo"),
-        ]
-    presets.append(
-        Preset(
-            "table7_grpo_32b",
-            "SetPO Table 7",
-            "Qwen/Qwen2.5-32B",
-            "SimpleRL-Zoo 'hard' split (MATH levels 3-5)",
-            {
-                **_SETPO_COMMON,
-                "learning_rate": 1e-6,
-                "beta": 1e-3,
-                "num_train_epochs": 15,
-                "num_generations": 6,
-                "generation_batch_size": 1024 * 6,
-                "temperature": 1.0,
-                "epsilon": 0.2,
-                "max_completion_length": 4096,
-                "setpo_lambda": 0.1,
-                "loss_type": "grpo",
-                "scale_rewards": "group",
-            },
-            notes="Table 7 lists rollout temperature 1.0, the text says 0.1; mini-batch 256 prompts.",
+def _trl_notes(run: PaperRun) -> str:
+    """The run's notes plus what TRL cannot take from it (no max_prompt_length, no mini-batch, LoRA elsewhere)."""
+    parts = [run.notes] if run.notes else []
+    if run.base is not None and run.clip_low is None:
+        parts.append(f"Clip range not given (TRL default {_TRL_DEFAULT_EPSILON:g} kept)")
+    if run.max_prompt is not None:
+        parts.append(
+            f"max prompt length {run.max_prompt} tokens (truncate prompts in the dataset: TRL 1.16 has no "
+            "max_prompt_length)"
         )
-    )
-    for G in (3, 7):
-        for kl in (1e-3, 5e-3):
-            suffix = "" if kl == 1e-3 else "_kl5e-3"
-            presets.append(
-                Preset(
-                    f"table8_countdown_g{G}{suffix}",
-                    "SetPO Table 8",
-                    "Qwen/Qwen2.5-3B",
-                    "Countdown (TinyZero data, 'base' template), rule reward with 0.1 format score",
-                    {
-                        **_SETPO_COMMON,
-                        "learning_rate": 1e-6,
-                        "beta": kl,
-                        "num_train_epochs": 1,
-                        "num_generations": G,
-                        "generation_batch_size": 128 * G,
-                        "temperature": 1.0,
-                        "epsilon": 0.2,
-                        "max_completion_length": 2048,
-                        "setpo_lambda": 0.5,
-                        "loss_type": "grpo",
-                        "scale_rewards": "group",
-                    },
-                    notes="Clip range not given (TRL default 0.2 kept); max prompt length 512 tokens "
-                    "(truncate prompts in the dataset: TRL 1.16 has no max_prompt_length).",
-                )
-            )
-    presets.append(
-        Preset(
-            "gapo_qwen2.5_7b_lora",
-            "GAPO Sec. 4 (medium confidence)",
-            "Qwen/Qwen2.5-7B-Instruct",
-            "synthetic 'pick one item from this list' prompts, 4-12 items; reward = gapo_reward_func",
-            {
-                "learning_rate": 1e-5,
-                "beta": 0.0,
-                "num_generations": 32,
-                "generation_batch_size": 8 * 32,
-                "setpo_lambda": 0.0,
-            },
-            notes="Plain GRPO with the group-level frequency reward; pass LoRA via peft_config.",
-            extra={"lora": {"r": 64, "lora_alpha": 32, "lora_dropout": 0.1}},
-        )
-    )
-    return {p.name: p for p in presets}
+    if run.mini_batch is not None and run.mini_batch != run.prompts_per_step:
+        parts.append(f"mini-batch {run.mini_batch} prompts")
+    if run.lora is not None:
+        parts.append("pass LoRA via peft_config")
+    return "; ".join(parts) + "." if parts else ""
 
 
-PRESETS: dict[str, Preset] = _build()
+def to_preset(run: PaperRun) -> Preset:
+    """The TRL preset of a paper run."""
+    extra = {"lora": dict(run.lora)} if run.lora is not None else {}
+    return Preset(run.name, run.source, run.model, DATASETS[run.dataset], trl_values(run), _trl_notes(run), extra)
+
+
+PRESETS: dict[str, Preset] = {name: to_preset(run) for name, run in PAPER_RUNS.items()}
 
 
 def available_presets() -> list[str]:
@@ -163,7 +104,7 @@ def get_preset(name: str) -> Preset:
 
 
 def preset_to_yaml(name: str) -> str:
-    """YAML text of a preset (the files in configs/trl/ are exactly this)."""
+    """YAML text of a preset, for ``SetPOConfig.from_yaml`` or ``TrlParser --config``."""
     p = get_preset(name)
     header = [f"# {p.name}: {p.source}", f"# model: {p.model}", f"# data: {p.data}"]
     if p.notes:

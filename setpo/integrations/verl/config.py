@@ -10,20 +10,9 @@ from typing import Any, Literal
 from setpo.core.advantages import check_lambda
 from setpo.core.credits import SmallGroupPolicy, check_small_group_policy
 from setpo.core.shaping import get_shaping
+from setpo.paper_runs import PAPER_EMBEDDER, PAPER_LAMBDA  # re-exported: the paper's embedder and lambdas
 
 EmbedDevice = Literal["cpu", "cuda"]
-
-#: The embedding model of the paper's kernel (Sec. 5 setup).
-PAPER_EMBEDDER = "Qwen/Qwen3-Embedding-0.6B"
-
-#: lambda of each paper setting (spec section 4 table): Tables 4-8.
-PAPER_LAMBDA: dict[str, float] = {
-    "grpo": 0.05,  # Table 4, Qwen2.5-Math-1.5B / 7B
-    "gspo": 0.1,  # Table 5
-    "dapo": 0.2,  # Table 6
-    "grpo_32b": 0.1,  # Table 7, Qwen2.5-32B, SimpleRL-Zoo hard
-    "countdown": 0.5,  # Table 8, Qwen2.5-3B
-}
 
 
 @dataclass(frozen=True)
