@@ -369,6 +369,11 @@ def test_from_rows_errors():
         GroupBatch.from_rows(torch.zeros(6), 3, embeddings=torch.zeros(5, 2))
 
 
+def test_group_batch_refuses_mixed_devices():
+    with pytest.raises(ValueError, match="embeddings is on meta but rewards are on cpu"):
+        GroupBatch(torch.zeros(1, 2), embeddings=torch.zeros(1, 2, 3, device="meta"))
+
+
 def test_group_batch_is_frozen():
     b = GroupBatch(torch.zeros(1, 2))
     with pytest.raises(AttributeError):

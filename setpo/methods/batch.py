@@ -85,6 +85,10 @@ class GroupBatch:
             raise ValueError(f"rewards must have shape (B, G) with B, G >= 1, got {tuple(r.shape)}")
         check_finite(r, "rewards")
         B, G = r.shape
+        for name in ("embeddings", "correct", "token_logprobs", "token_entropies", "response_mask"):
+            t = getattr(self, name)
+            if isinstance(t, torch.Tensor) and t.device != r.device:
+                raise ValueError(f"{name} is on {t.device} but rewards are on {r.device}: put the batch on one device")
         set_ = object.__setattr__
         set_(self, "rewards", r)
         if self.embeddings is not None:

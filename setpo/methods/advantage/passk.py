@@ -16,7 +16,7 @@ from setpo.methods.registry import register_method
 
 def _falling_ratio(top: torch.Tensor, bottom: int, terms: int) -> torch.Tensor:
     """prod_{i<terms} max(top - i, 0) / (bottom - i), the ratio C(top, terms) / C(bottom, terms); 1 for terms = 0."""
-    i = torch.arange(terms, dtype=torch.float64)
+    i = torch.arange(terms, dtype=torch.float64, device=top.device)
     num = (top.to(torch.float64).unsqueeze(-1) - i).clamp_min(0.0)
     return (num / (bottom - i)).prod(-1)
 

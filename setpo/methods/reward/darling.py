@@ -117,5 +117,5 @@ def darling_method(
     ``floor`` = 0.1 is the public code's; 0 gives the bare formula.
     """
     labels = _partition_labels(batch, partition, threshold, normalize)
-    div = darling_diversity(labels, floor)
+    div = darling_diversity(labels, floor).to(batch.rewards.device)
     return (batch.rewards.to(torch.float64) * div).to(batch.rewards.dtype)

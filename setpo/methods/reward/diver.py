@@ -75,6 +75,7 @@ def diver_method(
     if not isinstance(correct_only, bool):
         raise ValueError(f"correct_only must be True or False, got {correct_only!r}")
     d = pairwise_bleu_diversity(batch.texts, batch.group_size, max_n, smoothing, epsilon, tokenization)
+    d = d.to(batch.rewards.device)
     if correct_only:
         d = d * batch.correct.to(torch.float64)
     return (batch.rewards.to(torch.float64) + lam * d).to(batch.rewards.dtype)

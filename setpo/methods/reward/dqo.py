@@ -22,7 +22,7 @@ def dqo_kernel(embeddings: torch.Tensor, ridge: float = 1.0, normalize: bool = T
         e = e / torch.where(norms > 0, norms, torch.ones_like(norms))
     L = e @ e.mT
     L = 0.5 * (L + L.mT)
-    return L + ridge * torch.eye(L.shape[-1], dtype=L.dtype)
+    return L + ridge * torch.eye(L.shape[-1], dtype=L.dtype, device=L.device)
 
 
 def dqo_credits(embeddings: torch.Tensor, ridge: float = 1.0, normalize: bool = True) -> torch.Tensor:
