@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any, Sequence
 
 import torch
@@ -63,6 +65,67 @@ def token_chunks(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
     return chunks
 
 
+def completion_pool_mask(completion_mask: torch.Tensor, max_tokens: int | None) -> torch.Tensor:
+    """(B, C) 0/1: the completion tokens pooled into a row's embedding, the first ``max_tokens`` when given."""
+    if max_tokens is None:
+        return completion_mask
+    return completion_mask * (completion_mask.cumsum(dim=1) <= max_tokens).to(completion_mask.dtype)
+
+
+class HiddenStateCapture:
+    """Pooled last hidden states of forward passes that someone else runs over a (B, P + C) batch.
+
+    ``SetPOTrainer`` wraps TRL's old / reference log-prob passes in :meth:`recording`: a forward hook on the
+    model's decoder mean-pools each pass's last hidden states over the completion tokens (the last C columns whose
+    attention mask is 1, the first ``max_tokens`` of them) exactly as :func:`policy_embeddings` does, so the policy
+    embedder needs no forward of its own. ``pooled`` holds one (B, H) tensor per recorded pass, or None where the
+    decoder's output was not usable (no decoder found, hidden states of another width, rows missing); ``seconds``
+    is the time spent pooling.
+    """
+
+    def __init__(self, max_tokens: int | None = None) -> None:
+        self.max_tokens = max_tokens
+        self.pooled: list[torch.Tensor | None] = []
+        self.seconds = 0.0
+
+    @contextmanager
+    def recording(self, model: torch.nn.Module, attention_mask: torch.Tensor, completion_width: int) -> Iterator[None]:
+        """Pool the hidden states of every forward of ``model`` inside the block (chunks of rows, in order)."""
+        from setpo.embedders import mean_pool_hidden_states
+
+        decoder = _decoder_of(model)
+        if decoder is None or completion_width < 1:
+            self.pooled.append(None)
+            yield
+            return
+        pool_mask = completion_pool_mask(attention_mask[:, -completion_width:], self.max_tokens)
+        width, parts, ok = attention_mask.shape[1], [], [True]
+
+        def hook(module, args, output) -> None:
+            t0 = time.perf_counter()
+            hidden = _last_hidden(output)
+            start = sum(p.shape[0] for p in parts)
+            if (
+                hidden is None
+                or hidden.dim() != 3
+                or hidden.shape[1] != width
+                or start + hidden.shape[0] > len(pool_mask)
+            ):
+                ok[0] = False
+            elif ok[0]:
+                rows = pool_mask[start : start + hidden.shape[0]].to(hidden.device)
+                parts.append(mean_pool_hidden_states(hidden[:, -completion_width:], rows))
+            self.seconds += time.perf_counter() - t0
+
+        handle = decoder.register_forward_hook(hook)
+        try:
+            yield
+        finally:
+            handle.remove()
+        complete = ok[0] and sum(p.shape[0] for p in parts) == len(pool_mask)
+        self.pooled.append(torch.cat(parts) if complete else None)
+
+
 @torch.no_grad()
 def policy_embeddings(
     model: torch.nn.Module,
@@ -75,7 +138,8 @@ def policy_embeddings(
     autocast=None,
     chunk_tokens: int | None = None,
 ) -> torch.Tensor:
-    """(B, H) float32: the policy's last hidden states mean-pooled over completion tokens (the first ``max_tokens``).
+    """(B, H): the policy's last hidden states mean-pooled over completion tokens (the first ``max_tokens``);
+    float32, float64 for a float64 model.
 
     A row with no completion token gets the zero vector (the kernel isolates it). ``autocast`` is a context
     manager factory (e.g. ``accelerator.autocast``). The model runs in eval mode (no dropout, so a batch always
@@ -88,10 +152,7 @@ def policy_embeddings(
 
     input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
     attention_mask = torch.cat([prompt_mask, completion_mask], dim=1)
-    pool_mask = completion_mask.clone()
-    if max_tokens is not None:
-        pool_mask = pool_mask * (pool_mask.cumsum(dim=1) <= max_tokens).to(pool_mask.dtype)
-    pool_mask = torch.cat([torch.zeros_like(prompt_mask), pool_mask], dim=1)
+    pool_mask = torch.cat([torch.zeros_like(prompt_mask), completion_pool_mask(completion_mask, max_tokens)], dim=1)
     # Columns after a row's last attended token never affect its earlier positions (causal attention): trim them.
     positions = torch.arange(1, input_ids.shape[1] + 1, device=input_ids.device)
     used = (attention_mask.bool() * positions).amax(dim=1).tolist()
@@ -132,9 +193,9 @@ def policy_embeddings(
                 hook.remove()
                 hook = None
                 hidden = last_hidden(idx, width, all_layers=True)
-            pooled = mean_pool_hidden_states(hidden.float(), pool_mask[idx, :width]).float()
+            pooled = mean_pool_hidden_states(hidden, pool_mask[idx, :width])  # float32, float64 kept
             if out.shape[1] == 0:
-                out = torch.zeros(input_ids.shape[0], pooled.shape[1], device=pooled.device)
+                out = torch.zeros(input_ids.shape[0], pooled.shape[1], device=pooled.device, dtype=pooled.dtype)
             out[idx.to(pooled.device)] = pooled
     finally:
         if hook is not None:

@@ -16,7 +16,7 @@ from setpo.core.controls import placebo_permutation, ratio_lambda, warmup_factor
 from setpo.embedders import Embedder, build_embedder, embed_texts, embedder_accepts, is_policy_embedder
 from setpo.integrations.trl.config import SetPOConfig, check_group_size
 from setpo.integrations.trl.distributed import BatchCredits, credits_for_local_rows
-from setpo.integrations.trl.embedding import policy_embeddings, texts_for_embedding
+from setpo.integrations.trl.embedding import HiddenStateCapture, policy_embeddings, texts_for_embedding
 from setpo.integrations.trl.group_rewards import GroupRewardFunction
 
 _NOT_REWARD_COLUMNS = ("prompt", "completion", "completion_ids")
@@ -87,11 +87,30 @@ class SetPOTrainer(GRPOTrainer):
     process, on the gathered batch (so groups split across processes are seen whole) and the result is
     broadcast: every process uses the same rewards even when the function is not deterministic.
 
+    The ``"policy"`` embedder reuses a forward pass TRL already runs over the batch, so the credit costs no forward
+    of its own there: the one seam is ``_get_per_token_logps_and_entropies``, whose calls during the batch's scoring
+    are recorded (:class:`~setpo.integrations.trl.embedding.HiddenStateCapture`: a hook on the decoder pools the
+    last hidden states over the completion tokens, the same pooling as the extra forward). Sources, in the order
+    of ``setpo_policy_hidden_sources``: ``"old"``, the old per-token log-probs (the current policy; TRL runs it when
+    ``num_iterations > 1``, when ``gradient_accumulation_steps`` is not a multiple of ``steps_per_generation *
+    num_iterations``, or for vLLM importance sampling), then ``"ref"``, the reference log-probs (``beta != 0``:
+    the reference model, or the PEFT base with the adapter off, i.e. the *start* policy, a frozen embedder that
+    equals the current policy's hidden states only at the first step). Where none runs (TRL's defaults
+    ``num_iterations=1, beta=0``) the policy runs one extra no-grad forward over the batch in eval mode
+    (``setpo_policy_chunk_tokens`` tokens per pass): about the cost of the old log-prob pass, a third of a
+    forward + backward. Set ``setpo_policy_hidden_sources = ("old",)`` on the class or instance to always embed
+    with the current policy, ``()`` to always run the extra forward. TRL runs its pass with the model in training
+    mode (dropout on if the model has any; TRL's ``disable_dropout`` turns it off), the extra forward in eval mode.
+
     Metrics: setpo/lambda (effective), setpo/placebo (1 or 0), setpo/credit_mean, setpo/credit_std (over kernel
     rows), setpo/shaping_ratio (mean |lambda s| / mean |A_bar| over kernel rows), setpo/diversity (mean
-    D(Omega)), setpo/kernel_row_frac, setpo/embed_time_s and setpo/credit_time_s (slowest process); with
+    D(Omega)), setpo/kernel_row_frac, setpo/embed_time_s and setpo/credit_time_s (slowest process), and with the
+    policy embedder setpo/policy_forward_reused (1 when TRL's pass was reused, 0 for an extra forward); with
     ``log_completions`` the completions table gets a ``setpo_credit`` column beside TRL's (base) advantage.
     """
+
+    #: TRL passes whose hidden states the "policy" embedder reuses, in order of preference ("old", "ref").
+    setpo_policy_hidden_sources: tuple[str, ...] = ("old", "ref")
 
     def __init__(self, model, reward_funcs=None, args: SetPOConfig | None = None, *positional, embedder=None, **kwargs):
         if args is None:
@@ -105,6 +124,8 @@ class SetPOTrainer(GRPOTrainer):
             raise ValueError(f"embedder must follow the Embedder protocol (texts -> (N, d)), got {type(embedder)}")
         super().__init__(model, reward_funcs, args, *positional, **kwargs)
         self._setpo_local_rows: tuple[list, list, list] | None = None
+        self._setpo_capture: HiddenStateCapture | None = None
+        self.setpo_last_embed_source: str | None = None  # policy embedder: "old", "ref" or "extra" (own forward)
         self._setpo_unscorable: torch.Tensor | None = None
         self._setpo_embedder_arg = embedder
         self._setpo_use_policy = embedder is None and is_policy_embedder(self.args.setpo_embedder)
@@ -192,9 +213,11 @@ class SetPOTrainer(GRPOTrainer):
 
     # -- credits -----------------------------------------------------------------------------------------------
 
-    def _setpo_embed_local(self, output: dict[str, Any], rows: tuple[list, list, list] | None) -> torch.Tensor:
+    def _setpo_embed_local(
+        self, output: dict[str, Any], rows: tuple[list, list, list] | None, reused: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """(B_local, d) embeddings of this process's rows (``rows``: the prompts, completions and completion ids
-        recorded during this batch's reward pass)."""
+        recorded during this batch's reward pass; ``reused``: the policy's pooled hidden states from TRL's pass)."""
         if rows is None:
             raise RuntimeError("completions of this batch were not recorded (the reward pass did not run)")
         prompts, completions, completion_ids_list = rows
@@ -205,6 +228,14 @@ class SetPOTrainer(GRPOTrainer):
             return embed_texts(self.setpo_embedder, texts, self.args.setpo_embed_batch_size)
         if any(k in output for k in ("pixel_values", "image_grid_thw")):
             raise ValueError("setpo_embedder='policy' does not support multimodal inputs; use a text embedder")
+        if reused is not None:
+            if reused.shape[0] != len(completions):
+                raise RuntimeError(f"{reused.shape[0]} reused hidden-state rows for {len(completions)} completions")
+            return reused
+        return self._setpo_policy_forward(output, completion_ids_list)
+
+    def _setpo_policy_forward(self, output: dict[str, Any], completion_ids_list: list) -> torch.Tensor:
+        """(B_local, H) policy embeddings from one extra no-grad forward of the policy over the batch (eval mode)."""
         # Pool over the generated tokens themselves: completion_mask may be zeroed for truncated completions.
         completion_ids = output["completion_ids"]
         lengths = torch.tensor([len(ids) for ids in completion_ids_list], device=completion_ids.device)
@@ -265,10 +296,48 @@ class SetPOTrainer(GRPOTrainer):
             lam = self._setpo_ratio_lambda[mode]
         return lam * warmup_factor(int(self.state.global_step), self.args.setpo_lambda_warmup_steps)
 
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
+        """TRL's log-prob pass; during a batch's scoring with the policy embedder its hidden states are pooled too."""
+        capture = self._setpo_capture
+        if capture is None:
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
+            )
+        with capture.recording(self.accelerator.unwrap_model(model), attention_mask, int(logits_to_keep)):
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
+            )
+
+    def _setpo_reused_hidden(self, output: dict[str, Any], capture: HiddenStateCapture | None) -> torch.Tensor | None:
+        """The pooled hidden states of the first TRL pass in ``setpo_policy_hidden_sources`` that ran, or None."""
+        if capture is None:
+            return None
+        # TRL runs the old pass (if at all) before the reference pass; the output says which ran.
+        ran = [k for k in ("old", "ref") if output.get(f"{k}_per_token_logps") is not None]
+        if len(ran) != len(capture.pooled):  # another call came through the seam: trust none of them
+            return None
+        by_source = dict(zip(ran, capture.pooled))
+        for source in self.setpo_policy_hidden_sources:
+            if by_source.get(source) is not None:
+                self.setpo_last_embed_source = source
+                return by_source[source]
+        return None
+
     def _generate_and_score_completions(self, inputs):
         self._setpo_local_rows = None
         self._setpo_unscorable = None
-        output = super()._generate_and_score_completions(inputs)
+        self.setpo_last_embed_source = None
+        capture = None
+        if self._setpo_use_policy and self._setpo_enabled() and self.setpo_policy_hidden_sources:
+            unknown = set(self.setpo_policy_hidden_sources) - {"old", "ref"}
+            if unknown:
+                raise ValueError(f"setpo_policy_hidden_sources may hold only 'old' and 'ref', got {sorted(unknown)}")
+            capture = HiddenStateCapture(max_tokens=self.args.setpo_embed_max_length)
+        self._setpo_capture = capture
+        try:
+            output = super()._generate_and_score_completions(inputs)
+        finally:
+            self._setpo_capture = None
         rows, self._setpo_local_rows = self._setpo_local_rows, None  # this batch's rows only, never a stale one
         if not self._setpo_enabled():
             return output
@@ -281,9 +350,13 @@ class SetPOTrainer(GRPOTrainer):
         self._setpo_build_embedder()
         device = self.accelerator.device
 
+        reused = self._setpo_reused_hidden(output, capture) if self._setpo_use_policy else None
+        if self._setpo_use_policy and reused is None:
+            self.setpo_last_embed_source = "extra"
         t0 = time.perf_counter()
-        local = self._setpo_embed_local(output, rows).to(device=device, dtype=torch.float32).contiguous()
+        local = self._setpo_embed_local(output, rows, reused).to(device=device, dtype=torch.float32).contiguous()
         t1 = time.perf_counter()
+        t_embed = t1 - t0 + (capture.seconds if reused is not None else 0.0)  # the pooling ran inside TRL's pass
         gathered = self.accelerator.gather(local)
         per_process = list(gathered.split(local.shape[0]))
         kernel_rows = self._setpo_kernel_rows(rows, gathered.shape[0])
@@ -305,7 +378,9 @@ class SetPOTrainer(GRPOTrainer):
         t2 = time.perf_counter()
         self.setpo_last_credits = credits
         self.setpo_last_lambda = lam
-        self._setpo_log(mode, credits, all_base, lam, t1 - t0, t2 - t1)
+        self._setpo_log(mode, credits, all_base, lam, t_embed, t2 - t1)
+        if self._setpo_use_policy:
+            self._metrics[mode]["setpo/policy_forward_reused"].append(float(reused is not None))
         return output
 
     def _setpo_log(
