@@ -249,13 +249,13 @@ def test_validation_sets_concatenate_as_verl_does(tmp_path, pair):
 
 
 def test_the_full_configs_sample_the_papers_n():
-    from reproduce.math_pipeline import CONFIG_DIR, MathPipelineConfig
+    from reproduce.math_pipeline import PROFILES
     from setpo.eval.__main__ import PAPER_N
     from setpo.eval.metrics import ks_for
 
     assert PAPER_N == {"college_math": 16}
-    for f in sorted(CONFIG_DIR.glob("full*.yaml")):
-        cfg = MathPipelineConfig.from_yaml(f)
-        assert cfg.n == 64 and cfg.n_overrides == {"college_math": 16, "aime24": 256}, f.name
+    for name in [p for p in PROFILES if p.startswith("full")]:
+        cfg = PROFILES[name]
+        assert cfg.n == 64 and cfg.n_overrides == {"college_math": 16, "aime24": 256}, name
         assert "aime24" in cfg.eval_benchmarks
     assert ks_for(256)[-1] == 256  # Fig. 8: AIME24 pass@k up to k = 256

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 import torch
@@ -9,6 +10,20 @@ import torch
 from setpo.methods.batch import GroupBatch, check_real
 from setpo.methods.registry import register_method
 from setpo.metrics.diversity import Smoothing, Tokenize, _bleu_from_counts, _check_bleu_args, ngrams, tokenize
+
+
+def _pairwise_clipped_matches(counts: Sequence[Counter]) -> torch.Tensor:
+    """(G, G) table of sum_g min(c_i(g), c_j(g)) over the n-grams g of G count tables, one dense pass per row."""
+    ids: dict[tuple, int] = {}
+    rows, cols, vals = [], [], []
+    for i, c in enumerate(counts):
+        for g, k in c.items():
+            rows.append(i)
+            cols.append(ids.setdefault(g, len(ids)))
+            vals.append(k)
+    dense = torch.zeros(len(counts), max(len(ids), 1), dtype=torch.float64)
+    dense[rows, cols] = torch.tensor(vals, dtype=torch.float64)
+    return torch.stack([torch.minimum(row, dense).sum(-1) for row in dense])
 
 
 def pairwise_bleu_diversity(
@@ -22,8 +37,9 @@ def pairwise_bleu_diversity(
     """d_i = 1 - mean_{j != i} (BLEU(o_j | o_i) + BLEU(o_i | o_j)) / 2 within the group (DIVER, Self-BLEU diversity).
 
     ``texts``: B * G texts, G = `group_size` consecutive per prompt; returns (B, G) float64. BLEU is
-    `setpo.metrics.sentence_bleu` with one reference, each text's n-gram counts computed once. The symmetric pair
-    similarity is the public code's (NJU-RL/DIVER, diversity_metric.py), there with NLTK and BLEU-5 weights.
+    `setpo.metrics.sentence_bleu` with one reference; the clipped matches of all pairs come from one dense n-gram
+    count table per group. The symmetric pair similarity is the public code's (NJU-RL/DIVER, diversity_metric.py),
+    which uses NLTK's BLEU with 5-gram weights.
     """
     _check_bleu_args(max_n, smoothing, epsilon)
     if len(texts) % group_size:
@@ -34,18 +50,20 @@ def pairwise_bleu_diversity(
     out = torch.empty(B, group_size, dtype=torch.float64)
     for b in range(B):
         toks = [tokenize(t, tokenization) for t in texts[b * group_size : (b + 1) * group_size]]
-        grams = [[ngrams(t, n) for n in range(1, max_n + 1)] for t in toks]
-        totals = [[sum(c.values()) for c in per] for per in grams]
-        sim = torch.zeros(group_size, group_size, dtype=torch.float64)
+        # matches[n][i, j] = sum_g min(count_i(g), count_j(g)): BLEU's clipped n-gram matches of hypothesis j against
+        # the single reference i. The min makes it symmetric, so one table serves both directions.
+        table = torch.stack([_pairwise_clipped_matches([ngrams(t, n) for t in toks]) for n in range(1, max_n + 1)], -1)
+        matches = table.tolist()  # matches[i][j] = the max_n clipped match counts
+        totals = [[max(len(t) - n + 1, 0) for n in range(1, max_n + 1)] for t in toks]
+        sim = [[0.0] * group_size for _ in range(group_size)]
         for i in range(group_size):
             for j in range(group_size):
-                if i == j:
-                    continue
-                # BLEU of hypothesis j against the single reference i
-                matches = [sum(min(c, grams[i][n][g]) for g, c in grams[j][n].items()) for n in range(max_n)]
-                sim[i, j] = _bleu_from_counts(matches, totals[j], len(toks[j]), len(toks[i]), smoothing, epsilon)
-        sym = (sim + sim.T) / 2
-        out[b] = 1.0 - sym.sum(-1) / (group_size - 1)
+                if i != j:  # BLEU of hypothesis j against the single reference i
+                    sim[i][j] = _bleu_from_counts(
+                        matches[i][j], totals[j], len(toks[j]), len(toks[i]), smoothing, epsilon
+                    )
+        sim_t = torch.tensor(sim, dtype=torch.float64)
+        out[b] = 1.0 - ((sim_t + sim_t.T) / 2).sum(-1) / (group_size - 1)
     return out
 
 
