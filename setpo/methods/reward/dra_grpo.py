@@ -34,7 +34,9 @@ def dra_weights(embeddings: torch.Tensor, scope: Scope = "group", clamp: bool = 
 
     ``scope="group"`` is the paper's form. ``scope="batch"`` is the public code's: w_i = 1 / (sum_j sim(o_i, o_j) +
     1e-6) over all B * G rollouts, j = i included (sim(o_i, o_i) = 1, so the 1 of the paper reappears as the self
-    term). ``sim`` is the cosine similarity of the embeddings (`setpo.cosine_kernel`, raw unless ``clamp``). A
+    term); "the batch" is whatever B * G rollouts are passed (the code uses one process's share). ``sim`` is the
+    cosine similarity of the embeddings (`setpo.cosine_kernel`, raw unless ``clamp``), so a zero-norm embedding is
+    similar only to other zero-norm ones (the code's normalisation would give it sum 0 and weight 1e6). A
     denominator <= 0 (possible with negative cosines) raises instead of flipping the reward's sign.
     """
     if scope not in ("group", "batch"):
