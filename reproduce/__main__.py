@@ -22,6 +22,7 @@ from reproduce.common import _OPEN_RUNS, UsageError, cli
 EXPERIMENTS = [
     "countdown_evidence",
     "smollm2_primes",
+    "smollm2_lists",
     "credit_scale",
     "toy_bandit",
     "countdown",
@@ -56,6 +57,8 @@ def _plan(profile: str, rest: list[str]) -> tuple[dict[str, list[str]], list[str
     groups = _option_groups(rest)
     if any(opt in ("--profile", "-h", "--help") for opt, _ in groups):
         raise UsageError(f"'{PROG} {profile}' sets --profile itself and takes no --help; see '{PROG} NAME --help'")
+    if any(opt == "--print-config" for opt, _ in groups):
+        raise UsageError(f"'{PROG} {profile}' runs experiments; see '{PROG} NAME --profile {profile} --print-config'")
     parsers = {exp: importlib.import_module(f"reproduce.{exp}").build_parser() for exp in EXPERIMENTS}
     unknown = sorted({opt for opt, _ in groups if not any(_accepts(p, opt) for p in parsers.values())})
     if unknown:

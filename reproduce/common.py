@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 MANIFEST = ".setpo-run.json"
 PUBLISH_RECORD = ".setpo-published.json"
@@ -360,6 +361,187 @@ def default_out(name: str, label: str, **overrides: Any) -> Path:
     """runs/<name>/<label>, with any command-line overrides in the folder name so they never meet the preset."""
     suffix = "".join(f"_{k}{v}" for k, v in overrides.items() if v is not None)
     return Path("runs") / name / f"{label}{suffix}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the experiment harness: one parser, one config file format, one checked run plan, one end of run
+
+
+def experiment_parser(
+    name: str,
+    doc: str,
+    profiles: dict[str, Any],
+    *,
+    seeds: str | None = None,
+    config: str | None = None,
+    threads: int | None = None,
+) -> Parser:
+    """The options of ``python -m reproduce NAME``: --profile; with `config` (its help) --config FILE and
+    --print-config; with `seeds` (its help) --seeds N; with `threads` (the default) --threads; the run-folder options.
+    The experiment adds its own options to the parser returned."""
+    p = Parser(prog=f"python -m reproduce {name}", description=doc.strip().splitlines()[0])
+    p.add_argument("--profile", choices=sorted(profiles), default="quick")
+    if config is not None:
+        p.add_argument("--config", type=Path, default=None, help=config)
+        p.add_argument(
+            "--print-config",
+            action="store_true",
+            help="print the chosen profile (with --config, --seeds and the like applied) as YAML that --config "
+            "reads back, and run nothing",
+        )
+    if seeds is not None:
+        p.add_argument("--seeds", type=count, default=None, help=seeds)
+    if threads is not None:
+        p.add_argument("--threads", type=count, default=threads, help="torch CPU threads")
+    add_run_options(p, name)
+    return p
+
+
+def _plain(obj: Any) -> Any:
+    """Tuples as lists, all the way down (YAML's safe dumper writes no tuples)."""
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def _yaml_value(value: Any, kind: str) -> Any:
+    """A YAML value for a field of type `kind`: lists become tuples for tuple fields, and '5e-3' (a string to
+    YAML 1.1) becomes a float where a number is expected."""
+
+    def num(v: Any) -> Any:
+        if isinstance(v, str) and "float" in kind:
+            try:
+                return float(v)
+            except ValueError:
+                return v
+        return v
+
+    if isinstance(value, list):
+        items = [num(v) for v in value]
+        return tuple(items) if kind.startswith("tuple") else items
+    return num(value)
+
+
+def read_config(path: str | Path, cls: type, what: str, base: Any = None) -> Any:
+    """A `cls` dataclass from a YAML mapping of its fields, on top of `base` (default: the class defaults).
+
+    An unknown field, or a file that is not a mapping, is a ValueError naming the file (`what` names the config).
+    """
+    values = yaml.safe_load(Path(path).read_text()) or {}
+    if not isinstance(values, dict):
+        raise ValueError(f"{path} must hold a mapping of {what} fields")
+    kinds = {f.name: str(f.type) for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(kinds))
+    if unknown:
+        raise ValueError(f"unknown {what} field(s) in {path}: {unknown}")
+    values = {k: _yaml_value(v, kinds[k]) for k, v in values.items()}
+    return dataclasses.replace(base, **values) if base is not None else cls(**values)
+
+
+def config_yaml(cfg: Any, header: str) -> str:
+    """YAML text of a dataclass config (fields in order), under `header` as comment lines; `read_config` reads it
+    back to an equal config."""
+    comments = "".join(f"# {line}\n" for line in header.splitlines())
+    return comments + yaml.safe_dump(_plain(dataclasses.asdict(cfg)), sort_keys=False)
+
+
+def chosen_config(
+    p: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    profiles: dict[str, Any],
+    what: str,
+    *,
+    on_profile: bool = False,
+    seeds: Callable[[Any, int], Any] | None = None,
+) -> Any:
+    """The config of parsed options: --profile's, or --config FILE's (read on top of --profile's when `on_profile`,
+    else on the class defaults), then --seeds N through ``seeds(config, N)``. A missing or bad file or value is a
+    one-line usage error naming it."""
+    config_file = getattr(args, "config", None)
+    if config_file is not None and not config_file.is_file():
+        p.error(f"--config {config_file}: no such file")
+    try:
+        cfg = profiles[args.profile]
+        if config_file is not None:
+            cfg = read_config(config_file, type(cfg), what, cfg if on_profile else None)
+        else:
+            cfg = dataclasses.replace(cfg)  # a copy: some configs are mutable
+        if seeds is not None and getattr(args, "seeds", None) is not None:
+            cfg = seeds(cfg, args.seeds)
+    except (ValueError, TypeError, yaml.YAMLError) as err:
+        p.error(" ".join(str(err).split()))
+    return cfg
+
+
+def print_config(cfg: Any, name: str, args: argparse.Namespace) -> Callable[[], int]:
+    """The run of --print-config: the config as YAML for --config FILE; runs nothing."""
+    source = getattr(args, "config", None) or f"profile {args.profile}"
+    header = f"{name}: {type(cfg).__name__} fields ({source})\nrun with: python -m reproduce {name} --config FILE"
+    return lambda: print(config_yaml(cfg, header), end="") or 0
+
+
+@dataclasses.dataclass(frozen=True)
+class RunPlan:
+    """A checked run: its folder and the config recorded there, and what --publish copies where."""
+
+    out: Path
+    config: dict[str, Any]
+    overwrite: bool
+    label: str  # the profile (or config file) a published result is recorded under
+    size: dict[str, int]  # what a published result's scale is judged by (see `check_publish`)
+    dest: Path | None  # paper_figures/<name> with --publish, else None
+    force: bool = False  # --force-publish: replace larger published results
+
+    @classmethod
+    def check(
+        cls,
+        args: argparse.Namespace,
+        name: str,
+        label: str,
+        config: dict[str, Any],
+        size: dict[str, int],
+        figures: Path,
+        folder: str | None = None,
+        **overrides: Any,
+    ) -> RunPlan:
+        """The plan of parsed options, with the run folder (default runs/<name>/<folder or label><overrides>) and
+        any publish to `figures`/<name> checked; writes nothing. `overrides` default to --seeds."""
+        overrides = overrides or {"seeds": getattr(args, "seeds", None)}
+        out = args.out or default_out(name, folder or label, **overrides)
+        RunDir.check(out, config, args.overwrite)
+        dest = Path(figures) / name if args.publish else None
+        if dest is not None:
+            check_publish(dest, label, size, args.force_publish)
+        return cls(out, config, args.overwrite, label, size, dest, args.force_publish)
+
+    def start(self) -> RunDir:
+        """Open the run folder (see `RunDir`)."""
+        return RunDir(self.out, self.config, overwrite=self.overwrite)
+
+    def finish(self, run: RunDir, t0: float, report: Path, files: list[Path], **timing: Any) -> int:
+        """The end of a run: timing.json (wall time since `t0`, and `timing`), the run's file list closed, `report`
+        printed, and with --publish `files` copied."""
+        wall = time.perf_counter() - t0
+        write_json(run.path / "timing.json", {"wall_s_this_call": wall, **timing})
+        run.close()
+        print(Path(report).read_text())
+        print(f"wall time {wall:.1f} s; results in {run.path}")
+        if self.dest is not None:
+            print(f"published to {publish(files, self.dest, self.label, self.size, self.force)}")
+        return 0
+
+
+def progress_callback(bar) -> Any:
+    """A TrainerCallback that advances the tqdm `bar` once per optimiser step."""
+    from transformers import TrainerCallback
+
+    class Progress(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            bar.update(1)
+
+    return Progress()
 
 
 # ---------------------------------------------------------------------------------------------------------------

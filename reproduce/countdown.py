@@ -1,8 +1,10 @@
 """Countdown at CPU scale: SetPO Figure 3 (pass@k, GRPO vs SetPO+GRPO) and Table 3 (diversity width / average mode).
 
     python -m reproduce countdown --profile quick [--seeds N] [--out DIR] [--overwrite] [--publish]
-                                  [--config configs/reproduce/countdown_full.yaml] [--threads 1]
+                                  [--config FILE] [--print-config] [--threads 1]
                                   [--benchmark-dir [DIR]]  (without DIR: $SETPO_BENCHMARK_DIR)
+
+`--print-config` writes the chosen profile as YAML; edit it and pass it back with `--config FILE`.
 
 Pipeline (each stage a resumable step of the run folder):
 1. data: solvable problems from the generator (3 numbers, small targets) or a TinyZero-style file;
@@ -30,21 +32,20 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import yaml
 from tqdm.auto import tqdm
 
 from reproduce.common import (
     CPU_TRL_ARGS,
+    PAPER_FIGURES,
     Parser,
     RunDir,
-    add_run_options,
-    check_publish,
+    RunPlan,
+    chosen_config,
     cli,
-    count,
-    default_out,
-    publish,
+    experiment_parser,
+    print_config,
+    progress_callback,
     save_figure,
-    write_json,
 )
 from setpo.tasks.countdown import (
     AnswerEmbedder,
@@ -57,9 +58,7 @@ from setpo.tasks.countdown import (
     trl_countdown_reward,
 )
 
-PAPER_FIGURES = Path(__file__).resolve().parent.parent / "paper_figures"
 NAME = "countdown"
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "reproduce"
 
 # SetPO paper, Table 3 (Qwen2.5-3B, 1,024 Countdown test problems, temperature 1.0): (width, average mode).
 PAPER_TABLE3 = {("setpo", 7): (415, 3.5), ("grpo", 7): (351, 2.3), ("setpo", 3): (403, 3.2), ("grpo", 3): (321, 2.1)}
@@ -165,47 +164,7 @@ PROFILES = {
 }  # fmt: skip
 
 
-def profile_from_yaml(path: str | Path) -> CountdownProfile:
-    """A profile from a YAML mapping of field values (lists become tuples)."""
-    values = yaml.safe_load(Path(path).read_text()) or {}
-    if not isinstance(values, dict):
-        raise ValueError(f"{path} must hold a mapping of profile fields")
-    known = {f.name for f in dataclasses.fields(CountdownProfile)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(f"unknown countdown profile field(s) in {path}: {unknown}")
-    types = {f.name: str(f.type) for f in dataclasses.fields(CountdownProfile)}
-    return CountdownProfile(**{k: _from_yaml_value(v, types[k]) for k, v in values.items()})
-
-
-def _from_yaml_value(value, kind: str):
-    """Lists become tuples; '5e-3' (a string to YAML 1.1) becomes a float where a number is expected."""
-
-    def num(v):
-        if isinstance(v, str) and "float" in kind:
-            try:
-                return float(v)
-            except ValueError:
-                return v
-        return v
-
-    return tuple(num(v) for v in value) if isinstance(value, list) else num(value)
-
-
 SFT_CHECKPOINT_EVERY = 50  # SFT steps between checkpoints (an interrupted SFT resumes from the last one)
-
-
-def profile_to_yaml(prof: CountdownProfile, name: str | None = None) -> str:
-    """YAML text of a profile (configs/reproduce/countdown_<name>.yaml are exactly this)."""
-    header = ""
-    if name is not None:
-        header = (
-            f"# Countdown reproduction, profile '{name}' (fields of reproduce.countdown.CountdownProfile).\n"
-            f"# python -m reproduce countdown --config configs/reproduce/countdown_{name}.yaml\n"
-        )
-    return header + yaml.safe_dump(
-        {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(prof).items()}, sort_keys=True
-    )
 
 
 def num_label(x: float) -> str:
@@ -369,16 +328,6 @@ def stage_sft(run: RunDir, prof: CountdownProfile, train: list[CountdownProblem]
     return out
 
 
-def _progress_callback(bar):
-    from transformers import TrainerCallback
-
-    class Progress(TrainerCallback):
-        def on_step_end(self, args, state, control, **kwargs):
-            bar.update(1)
-
-    return Progress()
-
-
 def stage_rl(
     run: RunDir,
     prof: CountdownProfile,
@@ -434,7 +383,7 @@ def stage_rl(
             args=args,
             train_dataset=Dataset.from_list(rows),
             processing_class=tok,
-            callbacks=[_progress_callback(bar)],
+            callbacks=[progress_callback(bar)],
             embedder=embedder,
         )
         trainer.remove_callback(PrinterCallback)  # logs go to the run folder, not the console
@@ -457,7 +406,7 @@ def evaluate_model(
     """
     from setpo.eval.generate import HFGenerator, SamplingConfig
     from setpo.eval.metrics import summarize
-    from setpo.metrics.countdown_diversity import table3_metrics
+    from setpo.tasks.countdown import table3_metrics
     from setpo.tiny import load_tiny
 
     model, tok = load_tiny(model_path)
@@ -698,13 +647,18 @@ def figure_training(run: RunDir, prof: CountdownProfile) -> Path:
 # --------------------------------------------------------------------------- entry point
 
 
+BENCHMARK_ENV = Path("$SETPO_BENCHMARK_DIR")
+
+
 def build_parser() -> Parser:
     """The command-line options."""
-    p = Parser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
-    p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
-    p.add_argument("--config", type=Path, default=None, help="YAML profile (fields of CountdownProfile)")
-    p.add_argument(
-        "--seeds", type=count, default=None, help="N RL seeds 0..N-1 per configuration (default: the profile's)"
+    p = experiment_parser(
+        NAME,
+        __doc__,
+        PROFILES,
+        config="YAML profile (fields of CountdownProfile; --print-config writes one)",
+        seeds="N RL seeds 0..N-1 per configuration (default: the profile's)",
+        threads=1,  # 1 is fastest on a shared 2-core box
     )
     p.add_argument(
         "--benchmark-dir",
@@ -715,12 +669,7 @@ def build_parser() -> Parser:
         help="use DIR/countdown/{train,test}.jsonl (TinyZero rows) instead of generated problems; "
         "without DIR: $SETPO_BENCHMARK_DIR",
     )
-    p.add_argument("--threads", type=count, default=1, help="torch CPU threads (1 is fastest on a shared 2-core box)")
-    add_run_options(p, NAME)
     return p
-
-
-BENCHMARK_ENV = Path("$SETPO_BENCHMARK_DIR")
 
 
 def _size(prof: CountdownProfile) -> dict[str, int]:
@@ -739,14 +688,7 @@ def prepare(argv: list[str] | None = None) -> Callable[[], int]:
     """Parse and check every option and the run folder (writing nothing); returns the run to start."""
     p = build_parser()
     args = p.parse_args(argv)
-    if args.config is not None and not args.config.is_file():
-        p.error(f"--config {args.config}: no such file")
-    try:
-        prof = profile_from_yaml(args.config) if args.config else PROFILES[args.profile]
-        if args.seeds is not None:
-            prof = replace(prof, seeds=args.seeds)
-    except (ValueError, TypeError, yaml.YAMLError) as err:
-        p.error(" ".join(str(err).split()))
+    prof = chosen_config(p, args, PROFILES, "countdown profile", seeds=lambda prof, n: replace(prof, seeds=n))
     if args.benchmark_dir == BENCHMARK_ENV:
         env = os.environ.get("SETPO_BENCHMARK_DIR")
         if not env:
@@ -758,13 +700,11 @@ def prepare(argv: list[str] | None = None) -> Callable[[], int]:
         if missing:
             p.error(f"--benchmark-dir: missing {missing}")
         prof = replace(prof, train_file=str(files[0]), test_file=str(files[1]))
+    if args.print_config:
+        return print_config(prof, NAME, args)
     label = args.config.stem if args.config else args.profile
-    out = args.out or default_out(NAME, label, seeds=args.seeds)
-    config = {"profile": label, **asdict(prof)}
-    RunDir.check(out, config, args.overwrite)
-    if args.publish:
-        check_publish(PAPER_FIGURES / NAME, label, _size(prof), args.force_publish)
-    return lambda: _execute(args, prof, label, out, config)
+    plan = RunPlan.check(args, NAME, label, {"profile": label, **asdict(prof)}, _size(prof), PAPER_FIGURES)
+    return lambda: _execute(args, prof, plan)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -772,8 +712,8 @@ def main(argv: list[str] | None = None) -> int:
     return prepare(argv)()
 
 
-def _execute(args: argparse.Namespace, prof: CountdownProfile, label: str, out: Path, config: dict) -> int:
-    run = RunDir(out, config, overwrite=args.overwrite)
+def _execute(args: argparse.Namespace, prof: CountdownProfile, plan: RunPlan) -> int:
+    run = plan.start()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     torch.set_num_threads(args.threads)
@@ -790,15 +730,7 @@ def _execute(args: argparse.Namespace, prof: CountdownProfile, label: str, out: 
 
     files = [figure_passk(run, prof, evals), figure_training(run, prof)]
     files += tables(run, prof, evals, run.load("sft"))
-    wall = time.perf_counter() - t0
-    write_json(run.path / "timing.json", {"wall_s_this_call": wall})
-    run.close()
-    print((run.path / "table3_countdown.md").read_text())
-    print(f"wall time {wall:.1f} s; results in {run.path}")
-    if args.publish:
-        dest = publish(files, PAPER_FIGURES / NAME, label, _size(prof), args.force_publish)
-        print(f"published to {dest}")
-    return 0
+    return plan.finish(run, t0, run.path / "table3_countdown.md", files)
 
 
 if __name__ == "__main__":

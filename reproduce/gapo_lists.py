@@ -1,6 +1,7 @@
 """GAPO list selection with a tiny LM: GRPO, GAPO, SetPO+GRPO and SetPO+GAPO against one biased SFT start.
 
-    python -m reproduce gapo_lists --profile quick [--seeds N] [--out DIR] [--overwrite] [--publish]
+    python -m reproduce gapo_lists --profile quick [--config FILE] [--print-config] [--seeds N] [--out DIR]
+                                   [--overwrite] [--publish]
 
 A character-level tiny causal LM (setpo.tiny) is first trained (SFT) to answer "Pick a fruit from a, b, c:"
 with a strong bias (the first listed item), and "Name a fruit:" with a Zipf-skewed favourite; then RL from
@@ -16,12 +17,12 @@ nats), validity, first-item rate, Unique@N on open-ended prompts, mean pairwise 
 1 - Self-BLEU (char BLEU-4) of the open-ended answers. Writes, under the run folder: gapo_lists.png/.csv
 (bars per metric), gapo_lists_distributions.png/.csv (item histograms on each eval list),
 gapo_lists_training.png/.csv (training curves), table.md / table.csv (beside GAPO's reported numbers).
+`--print-config` writes the chosen config as YAML; `--config FILE` applies such a file on top of the profile.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import random
 import shutil
@@ -34,21 +35,20 @@ from typing import Any
 
 import numpy as np
 import torch
-import yaml
 from tqdm.auto import tqdm
 
 from reproduce.common import (
+    CPU_TRL_ARGS,
+    PAPER_FIGURES,
     Parser,
     RunDir,
-    RunExistsError,
-    add_run_options,
-    check_publish,
+    RunPlan,
+    chosen_config,
     cli,
-    count,
-    default_out,
-    publish,
+    experiment_parser,
+    print_config,
+    progress_callback,
     save_figure,
-    write_json,
 )
 from setpo.metrics.diversity import (
     js_to_uniform,
@@ -69,7 +69,6 @@ from setpo.tasks.list_selection import (
 )
 
 NAME = "gapo_lists"
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "reproduce"
 METHODS = ("grpo", "gapo", "setpo_grpo", "setpo_gapo")
 LABELS = {"sft": "SFT start", "grpo": "GRPO", "gapo": "GAPO", "setpo_grpo": "SetPO+GRPO", "setpo_gapo": "SetPO+GAPO"}
 
@@ -84,7 +83,7 @@ GAPO_REPORTED = {
 
 @dataclass
 class GapoListsConfig:
-    """Every setting of the experiment; the profiles below are named presets (mirrored in configs/reproduce/)."""
+    """Every setting of the experiment; the profiles below are named presets (`--print-config` writes one)."""
 
     seeds: tuple[int, ...] = (0,)
     methods: tuple[str, ...] = METHODS
@@ -167,30 +166,6 @@ PROFILES: dict[str, GapoListsConfig] = {
     "quick": GapoListsConfig(),
     "full": GapoListsConfig(seeds=(0, 1, 2), sft_steps=1200, rl_steps=200, open_samples=500),
 }
-
-
-def load_config(profile: str, path: str | Path | None = None) -> GapoListsConfig:
-    """The profile's preset, with the fields of a YAML file (if given) on top."""
-    if profile not in PROFILES:
-        raise ValueError(f"unknown profile {profile!r}; choose from {sorted(PROFILES)}")
-    cfg = PROFILES[profile]
-    if path is None:
-        return replace(cfg)
-    values = yaml.safe_load(Path(path).read_text()) or {}
-    if not isinstance(values, dict):
-        raise ValueError(f"{path} must hold a mapping of config fields")
-    known = {f.name for f in dataclasses.fields(GapoListsConfig)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(f"unknown gapo_lists config field(s) in {path}: {unknown}")
-    return replace(cfg, **values)
-
-
-def config_yaml(cfg: GapoListsConfig, profile: str) -> str:
-    """YAML text of a config (configs/reproduce/gapo_<profile>.yaml are exactly this for the presets)."""
-    values = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()}
-    head = f"# gapo_lists --profile {profile}: the preset reproduce.gapo_lists.PROFILES[{profile!r}]\n"
-    return head + yaml.safe_dump(values, sort_keys=True)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -340,17 +315,6 @@ def rl_dataset(task: ListSelectionTask, cfg: GapoListsConfig, seed: int):
     return Dataset.from_list(rows)
 
 
-def _progress_callback(bar):
-    """A TrainerCallback that advances ``bar`` once per optimiser step (TRL's own bar and log printer are off)."""
-    from transformers import TrainerCallback
-
-    class _Progress(TrainerCallback):
-        def on_step_end(self, args, state, control, **kwargs):
-            bar.update(1)
-
-    return _Progress()
-
-
 def train_rl(
     cfg: GapoListsConfig, task: ListSelectionTask, method: str, seed: int, sft_path: Path, out_dir: Path, bar=None
 ) -> list[dict]:
@@ -378,21 +342,16 @@ def train_rl(
         reward_weights=weights,
         setpo_lambda=cfg.setpo_lambda if method.startswith("setpo") else 0.0,
         setpo_embedder=cfg.setpo_embedder,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        disable_tqdm=True,
         seed=seed,
         data_seed=seed,
-        use_cpu=not torch.cuda.is_available(),
-        bf16=False,
+        **{**CPU_TRL_ARGS, "use_cpu": not torch.cuda.is_available()},
     )
     trainer = SetPOTrainer(
         model=model, reward_funcs=funcs, args=args, train_dataset=rl_dataset(task, cfg, seed), processing_class=tok
     )
     trainer.remove_callback(PrinterCallback)
     if bar is not None:
-        trainer.add_callback(_progress_callback(bar))
+        trainer.add_callback(progress_callback(bar))
     trainer.train()
     trainer.model.save_pretrained(out_dir)
     tok.save_pretrained(out_dir)
@@ -686,9 +645,6 @@ def training_figure(run: RunDir, cfg: GapoListsConfig, logs: dict) -> Path:
     return path
 
 
-PUBLISH_DIR = Path(__file__).resolve().parent.parent / "paper_figures" / NAME
-
-
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -745,12 +701,14 @@ def run_experiment(cfg: GapoListsConfig, run: RunDir, progress: bool = True) -> 
 
 def build_parser() -> Parser:
     """The command-line options."""
-    p = Parser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
-    p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
-    p.add_argument("--config", type=Path, default=None, help="YAML of config fields applied on top of the profile")
-    p.add_argument("--seeds", type=count, default=None, help="N seeds 0..N-1 (default: the profile's)")
+    p = experiment_parser(
+        NAME,
+        __doc__,
+        PROFILES,
+        config="YAML of config fields applied on top of the profile (--print-config writes one)",
+        seeds="N seeds 0..N-1 (default: the profile's)",
+    )
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    add_run_options(p, NAME)
     return p
 
 
@@ -769,24 +727,15 @@ def prepare(argv: list[str] | None = None) -> Callable[[], int]:
     """Parse and check every option and the run folder (writing nothing); returns the run to start."""
     p = build_parser()
     args = p.parse_args(argv)
-    if args.config is not None and not args.config.is_file():
-        p.error(f"--config {args.config}: no such file")
-    try:
-        cfg = load_config(args.profile, args.config)
-        if args.seeds is not None:
-            cfg = replace(cfg, seeds=tuple(range(args.seeds)))
-    except (ValueError, TypeError, yaml.YAMLError) as err:
-        p.error(" ".join(str(err).split()))
+    cfg = chosen_config(
+        p, args, PROFILES, "gapo_lists config", on_profile=True, seeds=lambda c, n: replace(c, seeds=tuple(range(n)))
+    )
+    if args.print_config:
+        return print_config(cfg, NAME, args)
     label = args.profile if args.config is None else f"{args.profile}_{args.config.stem}"
-    out = args.out or default_out(NAME, args.profile, seeds=args.seeds)
     config = {"profile": args.profile, **asdict(cfg)}
-    try:
-        RunDir.check(out, config, args.overwrite)
-    except RunExistsError as err:
-        p.error(str(err))
-    if args.publish:
-        check_publish(PUBLISH_DIR, label, _size(cfg), args.force_publish)
-    return lambda: _execute(args, cfg, label, out, config)
+    plan = RunPlan.check(args, NAME, label, config, _size(cfg), PAPER_FIGURES, folder=args.profile)
+    return lambda: _execute(args, cfg, plan)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -794,22 +743,15 @@ def main(argv: list[str] | None = None) -> int:
     return prepare(argv)()
 
 
-def _execute(args: argparse.Namespace, cfg: GapoListsConfig, label: str, out: Path, config: dict) -> int:
-    run = RunDir(out, config, overwrite=args.overwrite)
+def _execute(args: argparse.Namespace, cfg: GapoListsConfig, plan: RunPlan) -> int:
+    run = plan.start()
     torch.set_num_threads(1)  # a tiny model: extra threads only contend with each other
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     t0 = time.perf_counter()
     result = run_experiment(cfg, run, progress=not args.no_progress)
-    wall = time.perf_counter() - t0
-    write_json(run.path / "timing.json", {"wall_s_this_call": wall, "profile": args.profile})
-    run.close()
-    print((run.path / "table.md").read_text())
-    print(f"wall time {wall:.1f} s; results in {run.path}")
-    if args.publish:
-        print(f"published to {publish(result['files'], PUBLISH_DIR, label, _size(cfg), args.force_publish)}")
-    return 0
+    return plan.finish(run, t0, run.path / "table.md", result["files"], profile=args.profile)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Tables 1-2 route without a Ray cluster: prepare data -> train with SetPOTrainer (TRL) -> sample -> verify -> tables.
 
-    python -m reproduce math_pipeline --profile cpu-smoke|quick|full [--config FILE] [--local-dir DIR]
-                                      [--seeds N] [--out DIR] [--overwrite] [--publish]
+    python -m reproduce math_pipeline --profile cpu-smoke|quick|full|full_<preset> [--config FILE] [--print-config]
+                                      [--local-dir DIR] [--seeds N] [--out DIR] [--overwrite] [--publish]
 
 For every seed and method (the base model, the preset's base algorithm with lambda = 0, and SetPO on top of
 it) the script trains on the prepared GSM8K parquet with a paper preset (default: Table 4, GRPO, 1.5B), then
@@ -14,43 +14,41 @@ Profiles: cpu-smoke and quick run a tiny random model (setpo.tiny) on a handful 
 benchmark copies (--local-dir): they test the plumbing and say nothing about accuracy. cpu-smoke adds the
 "oracle" method, scripted samples of which exactly half are correct (each correct one after a wrong first box),
 so generation -> verification -> pass@k -> tables is checked on known non-zero numbers. full is the paper's
-scale (Qwen2.5-Math-1.5B, the whole GSM8K train split from the Hub, n = 64, 5 seeds) and needs GPUs.
+scale (Qwen2.5-Math-1.5B, the whole GSM8K train split from the Hub, n = 64, 5 seeds) and needs GPUs; the
+full_<preset> profiles are the same scale for the other row pairs (Table 4 on the 7B model, Tables 5 and 6).
+`--print-config` writes the chosen profile as YAML; edit it and pass it back with `--config FILE`.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
 from tqdm.auto import tqdm
 
 from reproduce.common import (
     PAPER_FIGURES,
     Parser,
     RunDir,
-    add_run_options,
-    check_publish,
+    RunPlan,
+    chosen_config,
     cli,
-    count,
-    default_out,
+    experiment_parser,
+    print_config,
     save_figure,
     write_json,
 )
-from reproduce.common import publish as common_publish
 from setpo.data import DatasetUnavailableError, get_spec, prepare_split, read_prepared
 from setpo.eval import (
     PAPER_COLUMNS,
     REPORTED,
     HFGenerator,
-    MathVerifier,
     SamplingConfig,
     evaluate_benchmark,
     make_generator,
@@ -59,11 +57,12 @@ from setpo.eval import (
     pass1_table,
     pass_at_k_table,
 )
+from setpo.integrations.trl import get_preset
+from setpo.tasks.math.verify import MathVerifier
 
 NAME = "math_pipeline"
 PAPER_METHODS = ("base", "baseline", "setpo")
 METHODS = (*PAPER_METHODS, "oracle")  # oracle: scripted samples, half of them correct (a plumbing check)
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "math"
 
 
 @dataclass
@@ -119,27 +118,9 @@ class MathPipelineConfig:
         base_algorithm(self.preset)
         SamplingConfig(self.n, self.temperature, self.top_p, self.max_new_tokens, self.gen_batch_size)  # validates
 
-    @classmethod
-    def from_yaml(cls, path: str | Path) -> MathPipelineConfig:
-        """Config from a YAML mapping of the fields above (unknown keys are an error)."""
-        values = yaml.safe_load(Path(path).read_text()) or {}
-        if not isinstance(values, dict):
-            raise ValueError(f"{path} must hold a mapping of config fields")
-        unknown = sorted(set(values) - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            raise ValueError(f"{path}: unknown math pipeline field(s) {unknown}")
-        return cls(**values)
-
-    def to_yaml(self) -> str:
-        """YAML text of this config (lists for tuples); `from_yaml` reads it back to an equal config."""
-        d = asdict(self)
-        return yaml.safe_dump({k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}, sort_keys=False)
-
 
 def base_algorithm(preset: str) -> str:
     """GRPO / GSPO / DAPO: the base method a math preset trains (its setpo_lambda = 0 row)."""
-    from setpo.integrations.trl import get_preset
-
     p = get_preset(preset)
     algo = p.name.split("_")[1].upper() if p.name.startswith("table") else ""
     if algo not in ("GRPO", "GSPO", "DAPO") or "countdown" in p.name:
@@ -161,7 +142,7 @@ class OracleGenerator:
     WRONG = "-987654321"
 
     def __init__(self, rows: list[dict], n: int):
-        from setpo.eval.verify import gold_to_latex
+        from setpo.tasks.math.verify import gold_to_latex
 
         self.golds = [gold_to_latex(r["reward_model"]["ground_truth"]) for r in rows]
         self.n = n
@@ -190,6 +171,28 @@ _CPU_TRAIN = {
     "gradient_checkpointing": False,
     "setpo_embedder": "hashed",
 }
+# The paper's scale (Table 4 settings, compare with Table 2): GPUs, Hub access and days of compute.
+_FULL = MathPipelineConfig(
+    model="Qwen/Qwen2.5-Math-1.5B",
+    preset="table4_grpo_1.5b",
+    train_split="train",
+    train_overrides={
+        "per_device_train_batch_size": 12,
+        "gradient_accumulation_steps": 32,
+        "bf16": True,
+        "gradient_checkpointing": True,
+        "logging_steps": 1,
+        "save_strategy": "steps",
+        "save_steps": 50,
+        "report_to": "none",
+    },
+    eval_benchmarks=(*PAPER_COLUMNS, "olympiadbench"),
+    n=64,
+    max_new_tokens=3072,
+    backend="auto",
+    seeds=(0, 1, 2, 3, 4),
+    verify_workers=8,
+)
 PROFILES: dict[str, MathPipelineConfig] = {
     # Plumbing check in well under a minute on 2 CPU cores (the test runs it).
     "cpu-smoke": MathPipelineConfig(
@@ -228,29 +231,15 @@ PROFILES: dict[str, MathPipelineConfig] = {
         backend="hf",
         seeds=(0,),
     ),
-    # The paper's scale (Table 2 row pairs): GPUs, Hub access and days of compute.
-    "full": MathPipelineConfig(
-        model="Qwen/Qwen2.5-Math-1.5B",
-        preset="table4_grpo_1.5b",
-        train_split="train",
-        train_overrides={
-            "per_device_train_batch_size": 12,
-            "gradient_accumulation_steps": 32,
-            "bf16": True,
-            "gradient_checkpointing": True,
-            "logging_steps": 1,
-            "save_strategy": "steps",
-            "save_steps": 50,
-            "report_to": "none",
-        },
-        eval_benchmarks=(*PAPER_COLUMNS, "olympiadbench"),
-        n=64,
-        max_new_tokens=3072,
-        backend="auto",
-        seeds=(0, 1, 2, 3, 4),
-        verify_workers=8,
-    ),
+    "full": _FULL,
 }
+# The other row pairs at the paper's scale: Table 4's settings on the 7B model (Table 1), Tables 5 and 6 (GSPO, DAPO).
+PROFILES.update(
+    {
+        f"full_{preset}": replace(_FULL, model=get_preset(preset).model, preset=preset)
+        for preset in ("table4_grpo_7b", "table5_gspo_1.5b", "table6_dapo_1.5b")
+    }
+)
 
 
 # -- steps ------------------------------------------------------------------------------------------------------
@@ -423,8 +412,6 @@ def _scale(cfg: MathPipelineConfig, prep: dict, trained: dict, n_train: int) -> 
 
 
 def _preset_value(preset: str, key: str):
-    from setpo.integrations.trl import get_preset
-
     return get_preset(preset).values.get(key)
 
 
@@ -499,29 +486,15 @@ def _report(run: RunDir, cfg: MathPipelineConfig, evals: dict, trained: dict, sc
 
 def get_preset_model(preset: str) -> str | None:
     """The paper table (by model name) whose rows correspond to this preset, if any."""
-    from setpo.integrations.trl import get_preset
-
     name = get_preset(preset).model.split("/")[-1]
     return name if name in REPORTED else None
 
 
-def publish(files: list[Path], name: str = NAME, root: Path | None = None) -> Path:
-    """Copy finished figures/tables (and the data beside each figure) into <root>/paper_figures/<name>/."""
-    return common_publish(files, (root or Path(__file__).resolve().parent.parent) / "paper_figures" / name)
-
-
 def run_pipeline(
-    cfg: MathPipelineConfig,
-    out: Path,
-    local_dir: str | None = None,
-    use_hub: bool = True,
-    overwrite: bool = False,
-    profile: str = "custom",
-) -> tuple[RunDir, list[Path]]:
-    """Every step of the pipeline (each finished step is skipped on a rerun); returns the run and its outputs."""
-    local = None if local_dir is None else str(Path(local_dir).resolve())
-    run = RunDir(out, {"profile": profile, "pipeline": asdict(cfg), "local_dir": local, "use_hub": use_hub}, overwrite)
-    prep = _prepare(run, cfg, local, use_hub)
+    run: RunDir, cfg: MathPipelineConfig, local_dir: str | None, use_hub: bool, profile: str
+) -> list[Path]:
+    """Every step of the pipeline in `run` (each finished step is skipped on a rerun); returns its outputs."""
+    prep = _prepare(run, cfg, local_dir, use_hub)
     prep["counts"] = {b: len(_eval_rows(run, cfg, prep, b)) for b in prep["available"]}
     train_rows = _train_rows(run, cfg, prep)
     base = _base_model(run, cfg)
@@ -534,22 +507,24 @@ def run_pipeline(
             model_dir = trained[(method, seed)]["model_dir"]
         evals[(method, seed)] = _evaluate(run, cfg, prep, method, seed, model_dir)
     scale = _scale(cfg, prep, trained, len(train_rows))
-    return run, _report(run, cfg, evals, trained, scale)
+    return _report(run, cfg, evals, trained, scale)
 
 
 def build_parser() -> Parser:
     """The command-line options."""
-    p = Parser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
-    p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
-    p.add_argument("--config", type=Path, default=None, help="YAML config (configs/math/*.yaml) instead of a profile")
+    p = experiment_parser(
+        NAME,
+        __doc__,
+        PROFILES,
+        config="YAML config (fields of MathPipelineConfig; --print-config writes one) instead of a profile",
+        seeds="N seeds 0..N-1 (default: the profile's)",
+    )
     p.add_argument(
         "--local-dir",
         default=os.environ.get("SETPO_BENCHMARK_DIR") or None,
         help="folder of local dataset copies (<name>/<split>.jsonl; default: $SETPO_BENCHMARK_DIR)",
     )
     p.add_argument("--no-hub", action="store_true", help="never contact the Hugging Face Hub")
-    p.add_argument("--seeds", type=count, default=None, help="N seeds 0..N-1 (default: the profile's)")
-    add_run_options(p, NAME)
     return p
 
 
@@ -562,21 +537,16 @@ def prepare(argv: list[str] | None = None) -> Callable[[], int]:
     """Parse and check every option and the run folder (writing nothing); returns the run to start."""
     p = build_parser()
     args = p.parse_args(argv)
-    if args.config is not None and not args.config.is_file():
-        p.error(f"--config {args.config}: no such file")
+    cfg = chosen_config(p, args, PROFILES, "math pipeline", seeds=lambda c, n: replace(c, seeds=tuple(range(n))))
+    if args.print_config:
+        return print_config(cfg, NAME, args)
     if args.local_dir is not None and not Path(args.local_dir).is_dir():
         p.error(f"--local-dir {args.local_dir!r} is not a folder (set by --local-dir or $SETPO_BENCHMARK_DIR)")
-    try:
-        cfg = MathPipelineConfig.from_yaml(args.config) if args.config else dataclasses.replace(PROFILES[args.profile])
-        if args.seeds is not None:
-            cfg = dataclasses.replace(cfg, seeds=tuple(range(args.seeds)))
-    except (ValueError, TypeError, yaml.YAMLError) as err:
-        p.error(" ".join(str(err).split()))
-    profile = args.config.stem if args.config else args.profile
-    out = args.out or default_out(NAME, profile, seeds=args.seeds)
-    if args.publish:
-        check_publish(PAPER_FIGURES / NAME, profile, _size(cfg), args.force_publish)
-    return lambda: _execute(args, cfg, profile, out)
+    label = args.config.stem if args.config else args.profile
+    local = None if args.local_dir is None else str(Path(args.local_dir).resolve())
+    config = {"profile": label, "pipeline": asdict(cfg), "local_dir": local, "use_hub": not args.no_hub}
+    plan = RunPlan.check(args, NAME, label, config, _size(cfg), PAPER_FIGURES)
+    return lambda: _execute(args, cfg, plan)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -584,18 +554,11 @@ def main(argv: list[str] | None = None) -> int:
     return prepare(argv)()
 
 
-def _execute(args: argparse.Namespace, cfg: MathPipelineConfig, profile: str, out: Path) -> int:
+def _execute(args: argparse.Namespace, cfg: MathPipelineConfig, plan: RunPlan) -> int:
     t0 = time.perf_counter()
-    run, files = run_pipeline(cfg, out, args.local_dir, not args.no_hub, args.overwrite, profile)
-    wall = time.perf_counter() - t0
-    write_json(run.path / "timing.json", {"wall_s_this_call": wall})
-    run.close()
-    print((run.path / "tables" / "pass1.md").read_text())
-    print(f"wall time {wall:.1f} s; results in {run.path}")
-    if args.publish:
-        dest = common_publish(files, PAPER_FIGURES / NAME, profile, _size(cfg), args.force_publish)
-        print(f"published to {dest}")
-    return 0
+    run = plan.start()
+    files = run_pipeline(run, cfg, plan.config["local_dir"], not args.no_hub, plan.label)
+    return plan.finish(run, t0, run.path / "tables" / "pass1.md", files)
 
 
 if __name__ == "__main__":

@@ -21,18 +21,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from reproduce.common import (
-    Parser,
-    RunDir,
-    add_run_options,
-    check_publish,
-    cli,
-    count,
-    default_out,
-    publish,
-    save_figure,
-    write_json,
-)
+from reproduce.common import PAPER_FIGURES, Parser, RunDir, RunPlan, chosen_config, cli, experiment_parser, save_figure
 from setpo.tasks.toy_bandit import (
     BanditConfig,
     correct_entropy,
@@ -42,7 +31,6 @@ from setpo.tasks.toy_bandit import (
     train_bandit,
 )
 
-PAPER_FIGURES = Path(__file__).resolve().parent.parent / "paper_figures"
 NAME = "toy_bandit"
 KEEP_THRESHOLD = 0.05
 
@@ -274,28 +262,20 @@ def _size(prof: ToyProfile) -> dict[str, int]:
 
 def build_parser() -> Parser:
     """The command-line options."""
-    p = Parser(prog=f"python -m reproduce {NAME}", description=__doc__.splitlines()[0])
-    p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
-    p.add_argument(
-        "--seeds", type=count, default=None, help="N replicate runs per method and lambda (default: the profile's)"
+    return experiment_parser(
+        NAME, __doc__, PROFILES, seeds="N replicate runs per method and lambda (default: the profile's)"
     )
-    add_run_options(p, NAME)
-    return p
 
 
 def prepare(argv: list[str] | None = None) -> Callable[[], int]:
     """Parse and check every option and the run folder (writing nothing); returns the run to start."""
-    args = build_parser().parse_args(argv)
-
-    prof = PROFILES[args.profile]
-    if args.seeds is not None:
-        prof = replace(prof, seeds=args.seeds, sweep_seeds=args.seeds)
-    out = args.out or default_out(NAME, args.profile, seeds=args.seeds)
-    config = {"profile": args.profile, **asdict(prof)}
-    RunDir.check(out, config, args.overwrite)
-    if args.publish:
-        check_publish(PAPER_FIGURES / NAME, args.profile, _size(prof), args.force_publish)
-    return lambda: _execute(args, prof, out, config)
+    p = build_parser()
+    args = p.parse_args(argv)
+    prof = chosen_config(p, args, PROFILES, "toy profile", seeds=lambda prof, n: replace(prof, seeds=n, sweep_seeds=n))
+    plan = RunPlan.check(
+        args, NAME, args.profile, {"profile": args.profile, **asdict(prof)}, _size(prof), PAPER_FIGURES
+    )
+    return lambda: _execute(args, prof, plan)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -303,8 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     return prepare(argv)()
 
 
-def _execute(args: argparse.Namespace, prof: ToyProfile, out: Path, config: dict) -> int:
-    run = RunDir(out, config, overwrite=args.overwrite)
+def _execute(args: argparse.Namespace, prof: ToyProfile, plan: RunPlan) -> int:
+    run = plan.start()
     torch.set_num_threads(1)  # tiny tensors: threads only add overhead
     t0 = time.perf_counter()
 
@@ -318,15 +298,7 @@ def _execute(args: argparse.Namespace, prof: ToyProfile, out: Path, config: dict
 
     files = [_pca_figure(run, prof), _probs_figure(run, prof, results), _sweep_figure(run, prof, sweep_rows)]
     files += _summary_tables(run, prof, results)
-    wall = time.perf_counter() - t0
-    write_json(run.path / "timing.json", {"wall_s_this_call": wall})
-    run.close()
-    print((run.path / "summary.md").read_text())
-    print(f"wall time {wall:.1f} s; results in {run.path}")
-    if args.publish:
-        dest = publish(files, PAPER_FIGURES / NAME, args.profile, _size(prof), args.force_publish)
-        print(f"published to {dest}")
-    return 0
+    return plan.finish(run, t0, run.path / "summary.md", files)
 
 
 if __name__ == "__main__":

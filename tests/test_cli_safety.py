@@ -239,11 +239,11 @@ def test_countdown_run_names_are_exact_and_unique():
 def test_countdown_yaml_reads_exponent_strings_and_refuses_wrong_types(tmp_path):
     f = tmp_path / "c.yaml"
     f.write_text("sft_lr: 5e-3\nlams: [1e-1]\n")
-    prof = countdown.profile_from_yaml(f)
+    prof = common.read_config(f, countdown.CountdownProfile, "countdown profile")
     assert prof.sft_lr == 0.005 and prof.lams == (0.1,)
     f.write_text("n_train: 12.5\n")
     with pytest.raises(ValueError, match="n_train"):
-        countdown.profile_from_yaml(f)
+        common.read_config(f, countdown.CountdownProfile, "countdown profile")
 
 
 def test_countdown_file_target_is_not_truncated(tmp_path):

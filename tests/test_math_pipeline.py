@@ -8,9 +8,8 @@ import json
 import pytest
 from bench_paths import BENCH, needs_bench
 
-from reproduce.common import RunExistsError
+from reproduce.common import RunExistsError, publish, read_config
 from reproduce.math_pipeline import (
-    CONFIG_DIR,
     PROFILES,
     MathPipelineConfig,
     base_algorithm,
@@ -19,17 +18,15 @@ from reproduce.math_pipeline import (
 )
 
 
-@pytest.mark.parametrize("name", sorted(PROFILES))
-def test_profile_yaml_files_equal_the_presets(name):
-    assert MathPipelineConfig.from_yaml(CONFIG_DIR / f"{name}.yaml") == PROFILES[name]
+def test_every_full_profile_names_a_math_preset_on_its_model():
+    from setpo.integrations.trl import get_preset
 
-
-def test_every_config_file_loads_and_names_a_math_preset():
-    files = sorted(CONFIG_DIR.glob("*.yaml"))
-    assert len(files) >= 6
-    for f in files:
-        cfg = MathPipelineConfig.from_yaml(f)
-        assert base_algorithm(cfg.preset) in ("GRPO", "GSPO", "DAPO")
+    full = [name for name in PROFILES if name.startswith("full")]
+    assert full == ["full", "full_table4_grpo_7b", "full_table5_gspo_1.5b", "full_table6_dapo_1.5b"]
+    for name in full:
+        cfg = PROFILES[name]
+        assert base_algorithm(cfg.preset) in ("GRPO", "GSPO", "DAPO") and cfg.model == get_preset(cfg.preset).model
+        assert dataclasses.replace(cfg, model=PROFILES["full"].model, preset="table4_grpo_1.5b") == PROFILES["full"]
 
 
 def test_full_profile_builds_a_valid_trainer_config(tmp_path):
@@ -72,7 +69,7 @@ def test_bad_configs_are_refused(tmp_path):
     f = tmp_path / "x.yaml"
     f.write_text("model: tiny\nlearning_rate: 1.0\n")
     with pytest.raises(ValueError, match="unknown math pipeline field"):
-        MathPipelineConfig.from_yaml(f)
+        read_config(f, MathPipelineConfig, "math pipeline")
 
 
 @needs_bench
@@ -137,12 +134,9 @@ def test_cpu_smoke_runs_the_whole_pipeline_and_resumes(tmp_path, capsys):
 
 
 def test_publish_copies_tables_and_figures_with_their_data(tmp_path):
-    from reproduce.math_pipeline import publish
-
     run = tmp_path / "run"
     (run / "figures").mkdir(parents=True)
     for f in ("figures/passk.png", "figures/passk.csv", "pass1.md"):
         (run / f).write_text(f)
-    dest = publish([run / "figures" / "passk.png", run / "pass1.md"], root=tmp_path / "repo")
-    assert dest == tmp_path / "repo" / "paper_figures" / "math_pipeline"
+    dest = publish([run / "figures" / "passk.png", run / "pass1.md"], tmp_path / "paper_figures" / "math_pipeline")
     assert sorted(p.name for p in dest.iterdir()) == ["pass1.md", "passk.csv", "passk.png"]

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from reproduce import countdown, overhead, toy_bandit
-from reproduce.common import RunExistsError
+from reproduce.common import RunExistsError, read_config
 
 
 def test_toy_bandit_smoke_run_resume_and_publish(tmp_path, monkeypatch):
@@ -45,13 +45,6 @@ def test_toy_bandit_smoke_run_resume_and_publish(tmp_path, monkeypatch):
     assert len(pd.read_csv(out / "summary.csv")) == 6
 
 
-@pytest.mark.parametrize("name", ["quick", "full"])
-def test_countdown_yaml_configs_match_the_presets(name):
-    path = countdown.CONFIG_DIR / f"countdown_{name}.yaml"
-    assert countdown.profile_from_yaml(path) == countdown.PROFILES[name]
-    assert path.read_text() == countdown.profile_to_yaml(countdown.PROFILES[name], name)
-
-
 def test_countdown_profile_checks(tmp_path):
     with pytest.raises(ValueError, match="group size"):
         countdown.CountdownProfile(group_sizes=(2,))
@@ -60,7 +53,7 @@ def test_countdown_profile_checks(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("n_train: 10\nlearning_rate: 3\n")
     with pytest.raises(ValueError, match="unknown countdown profile field"):
-        countdown.profile_from_yaml(bad)
+        read_config(bad, countdown.CountdownProfile, "countdown profile")
 
 
 def test_countdown_smoke_pipeline(tmp_path, monkeypatch):

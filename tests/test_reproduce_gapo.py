@@ -4,34 +4,27 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, replace
-from pathlib import Path
 
 import pytest
 import yaml
 
 from reproduce import gapo_lists as gl
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.mark.parametrize("profile", sorted(gl.PROFILES))
-def test_config_files_mirror_the_presets(profile):
-    path = ROOT / "configs" / "reproduce" / f"gapo_{profile}.yaml"
-    assert path.read_text() == gl.config_yaml(gl.PROFILES[profile], profile)
-    assert gl.load_config(profile, path) == gl.PROFILES[profile]
+from reproduce.common import RunExistsError, publish, read_config
 
 
-def test_load_config_overrides_and_rejects_unknown(tmp_path):
+def test_config_file_overrides_the_profile_and_rejects_unknown(tmp_path):
     f = tmp_path / "c.yaml"
     f.write_text("rl_steps: 7\nseeds: [3, 4]\n")
-    cfg = gl.load_config("quick", f)
+    cfg = read_config(f, gl.GapoListsConfig, "gapo_lists config", gl.PROFILES["full"])
     assert cfg.rl_steps == 7 and cfg.seeds == (3, 4)
-    assert cfg.sft_steps == gl.PROFILES["quick"].sft_steps
+    assert cfg.sft_steps == gl.PROFILES["full"].sft_steps
     f.write_text("rl_stepz: 7\n")
     with pytest.raises(ValueError, match="rl_stepz"):
-        gl.load_config("quick", f)
-    with pytest.raises(ValueError, match="unknown profile"):
-        gl.load_config("huge")
+        read_config(f, gl.GapoListsConfig, "gapo_lists config", gl.PROFILES["quick"])
+    with pytest.raises(SystemExit):  # --config FILE with an unknown field, or an unknown profile: one-line errors
+        gl.prepare(["--config", str(f)])
+    with pytest.raises(SystemExit):
+        gl.prepare(["--profile", "huge"])
 
 
 @pytest.mark.parametrize(
@@ -140,7 +133,7 @@ def test_minimal_pipeline_runs_resumes_and_refuses_other_config(tmp_path, monkey
 
     # a different config in the same folder is refused without --overwrite
     cfg_file.write_text(yaml.safe_dump({**TINY, "rl_lr": 1e-2}))
-    with pytest.raises(SystemExit):
+    with pytest.raises(RunExistsError):
         gl.main(argv)
     assert json.loads((out / "config.json").read_text())["config"]["rl_lr"] == asdict(gl.PROFILES["quick"])["rl_lr"]
 
@@ -151,5 +144,5 @@ def test_publish_copies_figure_with_its_data(tmp_path):
     (src / "fig.png").write_bytes(b"png")
     (src / "fig.csv").write_text("a\n1\n")
     (src / "table.md").write_text("# t\n")
-    dest = gl.publish([src / "fig.png", src / "table.md"], dest=tmp_path / "pub")
+    dest = publish([src / "fig.png", src / "table.md"], dest=tmp_path / "pub")
     assert sorted(p.name for p in dest.iterdir()) == ["fig.csv", "fig.png", "table.md"]
