@@ -20,6 +20,7 @@ from setpo import Shaping, influence, local_mass, loo_credits  # noqa: E402
 from theory import (  # noqa: E402
     RESULTS,
     Verdict,
+    consistency,
     cor_d5_weighted_gap,
     cor_d6_dilution,
     find,
@@ -37,7 +38,7 @@ from theory import (  # noqa: E402
 )
 from theory import __main__ as cli  # noqa: E402
 from theory.build_notebooks import NOTEBOOKS, build  # noqa: E402
-from theory.strategies import distributions, dominance_instances, kernels, run_property, shapings  # noqa: E402
+from theory.strategies import distributions, dominance_instances, kernels, property_record, shapings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -134,7 +135,7 @@ def test_wrong_derivative_fails_influence():
 def test_zero_derivative_fails_finite_perturbation_bound():
     """With g' reported as 0, M = 0 and the bound collapses to the main term: the check must notice."""
     lying = Shaping("zero_dg", lambda x: -torch.log1p(x), lambda x: 0.0 * x, lambda x: 0.0 * x)
-    rec = thm_c7_finite_perturbation.check_numeric(total=64, shapings=(lying,))
+    rec = thm_c7_finite_perturbation.check_numeric(thm_c7_finite_perturbation.sweep(64, shapings=(lying,)))
     assert rec.verdict == Verdict.FAIL and rec.worst < 0
 
 
@@ -160,8 +161,8 @@ def test_property_runner_reports_failure():
     def prop(K):
         assert float(K.sum()) < 4, "sum too large"
 
-    n, failure = run_property(kernels(), prop, 50)
-    assert n >= 1 and "sum too large" in failure
+    rec = property_record("R", "sum below 4", kernels(), prop, 50)
+    assert rec.verdict == Verdict.FAIL and rec.instances >= 1 and "sum too large" in rec.detail
 
 
 # --- proofs for a symbolic group size G ------------------------------------------------------------------------
@@ -356,6 +357,20 @@ def test_cli_only_quick(capsys, tmp_path):
     assert code == 0 and "Lemma D.1" in out and "Cor C.6" in out
     text = (tmp_path / "r.md").read_text()
     assert "| Lemma D.1 |" in text and "unexpected outcomes" in text
+
+
+def test_report_bias_table_comes_from_this_run(tmp_path):
+    """The D(S) bias table is built from the records of the run itself, not left over from an earlier run."""
+    first, second = tmp_path / "consistency.md", tmp_path / "c6.md"
+    assert cli.main(["--only", "consistency", "--quick", "--report", str(first)]) == 0
+    assert "D(S) versus F(P)" in first.read_text()
+    assert cli.main(["--only", "C.6", "--quick", "--report", str(second)]) == 0
+    assert "D(S) versus F(P)" not in second.read_text()
+
+
+def test_bias_order_needs_consistency_rows():
+    with pytest.raises(ValueError, match="check_consistency"):
+        consistency.check_bias_order(())
 
 
 def test_cli_rejects_unknown_name():

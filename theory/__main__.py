@@ -15,26 +15,11 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from theory import RESULTS, find, paper_arithmetic, report
-from theory.consistency import TABLE
+from theory import RESULTS, consistency, find, paper_arithmetic, report
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "paper_figures" / "theory_report.md"
 ARITHMETIC = ROOT / "paper_figures" / "paper_arithmetic.md"
-
-
-def consistency_table() -> list[str]:
-    """Markdown table of bias and spread of D(S) from the last consistency run."""
-    if not TABLE:
-        return []
-    lines = [
-        "### D(S) versus F(P): bias and spread by group size (g = -log(1+x))",
-        "",
-        "| distribution | n | bias E[D(S)] - F(P) | std D(S) | SE of bias |",
-        "|---|---|---|---|---|",
-    ]
-    lines += [f"| {d} | {n} | {b:+.5f} | {s:.5f} | {se:.5f} |" for d, g, n, b, s, se in TABLE if g == "neglog1p"]
-    return lines + [""]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         statements = {res.title: res.load().__doc__ or "" for res in chosen}
         scopes = {res.load().RESULT: res.scope() for res in chosen}
-        extra = consistency_table()
+        extra = consistency.bias_table(records)
         if any(res.key == "arithmetic" for res in chosen):
             items = paper_arithmetic.audit()
             paper_arithmetic.write(items, ARITHMETIC, ARITHMETIC.with_suffix(".csv"))

@@ -16,7 +16,7 @@ import torch
 
 from setpo import cosine_kernel, population_diversity, set_diversity
 from theory.instances import DTYPE, generator, random_kernel
-from theory.records import CheckRecord, Verdict, timed
+from theory.records import CheckRecord, Verdict
 
 RESULT = "D(S) consistency"
 NO_GENERAL_PROOF = "a statistical property: bias and spread measured by simulation"
@@ -68,12 +68,12 @@ def slope(ns, values) -> float:
     return float((x * y).sum() / (x * x).sum())
 
 
-@timed
 def check_consistency(
     reps: int = 400, seed: int = 91, shapings: tuple = ("neglog1p", "linear"), sizes: tuple[int, ...] = SIZES
 ) -> CheckRecord:
     """RMSE of D(S) - F(P) falls like n^-1/2 (log-log slope in [-0.7, -0.3] over n >= 8) for every P and g;
-    for linear g the bias is within 4 standard errors of 0 at every n."""
+    for linear g the bias is within 4 standard errors of 0 at every n. The record's table holds the
+    (distribution, g, n, bias, std, se) rows."""
     gen = generator(seed)
     rows, bad, slopes = [], [], []
     for dist in distributions():
@@ -90,8 +90,6 @@ def check_consistency(
             slopes.append(s)
             if not -0.7 <= s <= -0.3:
                 bad.append(f"{dist.name}/{g}: RMSE slope {s:.2f}")
-    TABLE.clear()
-    TABLE.extend(rows)
     return CheckRecord(
         RESULT,
         f"RMSE ~ n^-1/2 and (linear g) zero bias, 3 distributions, g in {list(shapings)}, n = {sizes[0]}..{sizes[-1]}",
@@ -101,18 +99,20 @@ def check_consistency(
         max(slopes, key=lambda v: abs(v + 0.5)),
         Verdict.FAIL if bad else Verdict.PASS,
         detail="; ".join(bad) if bad else f"RMSE slopes {min(slopes):.2f}..{max(slopes):.2f}",
+        table=tuple(rows),
     )
 
 
-TABLE: list[tuple[str, str, int, float, float, float]] = []  # (distribution, g, n, bias, std, se) of the last run
-
-
-@timed
-def check_bias_order(reps: int = 400, seed: int = 91) -> CheckRecord:
-    """n * |bias| stays bounded for neglog1p (bias O(1/n)): reported from the table of the last consistency run."""
-    if not TABLE:
-        check_consistency(reps, seed)
-    scaled = [n * abs(b) for _, g, n, b, _, se in TABLE if g == "neglog1p" and n >= 8]
+def check_bias_order(table: tuple[tuple, ...]) -> CheckRecord:
+    """n * |bias| stays bounded for neglog1p (bias O(1/n)), from the rows of a consistency run."""
+    scaled = [n * abs(b) for _, g, n, b, _, _ in table if g == "neglog1p" and n >= 8]
+    if not scaled:
+        raise ValueError("table has no g = neglog1p rows with n >= 8: pass the table of a check_consistency record")
+    at_six = [
+        f"{d.split(',')[0].split(':')[0]} {b:+.4f} (std {s:.4f})"
+        for d, g, n, b, s, _ in table
+        if g == "neglog1p" and n == 6
+    ]
     return CheckRecord(
         RESULT,
         "n |bias| for g = -log(1+x), n >= 8 (bias = O(1/n))",
@@ -121,16 +121,25 @@ def check_bias_order(reps: int = 400, seed: int = 91) -> CheckRecord:
         "max n |bias|",
         max(scaled),
         Verdict.INFO,
-        detail="bias of D(S) at n = 6 (the paper's G): "
-        + ", ".join(
-            f"{d.split(',')[0].split(':')[0]} {b:+.4f} (std {s:.4f})"
-            for d, g, n, b, s, _ in TABLE
-            if g == "neglog1p" and n == 6
-        ),
+        detail="bias of D(S) at n = 6 (the paper's G): " + ", ".join(at_six),
     )
+
+
+def bias_table(records: list[CheckRecord]) -> list[str]:
+    """Markdown table of bias and spread of D(S) from the consistency records among `records` (none: no lines)."""
+    rows = [row for r in records if r.result == RESULT for row in r.table if row[1] == "neglog1p"]
+    if not rows:
+        return []
+    lines = [
+        "### D(S) versus F(P): bias and spread by group size (g = -log(1+x))",
+        "",
+        "| distribution | n | bias E[D(S)] - F(P) | std D(S) | SE of bias |",
+        "|---|---|---|---|---|",
+    ]
+    return lines + [f"| {d} | {n} | {b:+.5f} | {s:.5f} | {se:.5f} |" for d, _, n, b, s, se in rows] + [""]
 
 
 def run(quick: bool = False) -> list[CheckRecord]:
     """All checks of the consistency claim."""
-    reps = 100 if quick else 400
-    return [check_consistency(reps), check_bias_order(reps)]
+    consistency = check_consistency(100 if quick else 400)
+    return [consistency, check_bias_order(consistency.table)]

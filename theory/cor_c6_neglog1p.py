@@ -15,13 +15,12 @@ from setpo import Shaping
 from theory import symbolic as S
 from theory.instances import DTYPE, SHAPINGS, generator, resolve
 from theory.proxy import phi_prime
-from theory.records import CheckRecord, Verdict, error_record, search_record, timed
+from theory.records import CheckRecord, count_record, record, search_record
 
 RESULT = "Cor C.6"
 NO_GENERAL_PROOF = "a statement about g alone (no group size involved)"
 
 
-@timed
 def check_symbolic() -> CheckRecord:
     """Exact: phi' = -(m+2)/(1+m)^2, {m >= 0 : phi' >= 0} is empty, max_{[0,1]} |g'| = 1 = max_{[0,1]} |g''|."""
     m = sp.Symbol("m", real=True)
@@ -37,20 +36,17 @@ def check_symbolic() -> CheckRecord:
         "|g''| <= 1 on [0,1]": sp.solveset(sp.Abs(d2g) > 1, m, sp.Interval(0, 1)) == sp.EmptySet,
     }
     bad = [k for k, ok in checks.items() if not ok]
-    return error_record(
+    return count_record(
         RESULT,
         "g = -log(1+m): " + "; ".join(checks),
         "symbolic",
         len(checks),
-        [float(len(bad))],
-        0,
+        bad,
         metric="failures",
-        detail=f"failed: {bad}" if bad else "",
         scope="size-free",
     )
 
 
-@timed
 def check_other_shapings() -> CheckRecord:
     """Where the curvature condition holds for each registered g (exact sets), and the exp(-beta x) family."""
     m = sp.Symbol("m", real=True)
@@ -69,20 +65,18 @@ def check_other_shapings() -> CheckRecord:
         bad.append("exp(-beta x) family")
     detail = "condition fails on: " + ", ".join(f"{k} {v}" for k, v in regions.items())
     detail += f"; exp(-beta x) fails from m = {threshold}, so it holds on (0,1] iff beta < 2"
-    return error_record(
+    return count_record(
         RESULT,
         "curvature condition on (0,1] for linear, exp, inverse; exp(-beta x) iff beta < 2",
         "symbolic",
         len(SHAPINGS) + 1,
-        [float(len(bad))],
-        0,
+        bad,
         metric="failures",
         detail=detail,
         scope="size-free",
     )
 
 
-@timed
 def check_registry(points: int = 10_000, seed: int = 60) -> CheckRecord:
     """The core registry's g, g', g'' equal the sympy derivatives at random points of [0, 1]; phi' < 0 there."""
     x = sp.Symbol("x", real=True)
@@ -97,20 +91,18 @@ def check_registry(points: int = 10_000, seed: int = 60) -> CheckRecord:
             ref = torch.as_tensor(fn(u.numpy()), dtype=DTYPE).expand_as(u)
             worst = max(worst, float((ref - mine(u)).abs().max()))
         largest = max(largest, float(phi_prime(name, u).max()))
-    ok = worst <= 1e-13 and largest < 0
-    return CheckRecord(
+    return record(
         RESULT,
         f"core g, g', g'' vs sympy for {list(SHAPINGS)}; phi' < 0 on [0,1]",
         "numeric",
         points * len(SHAPINGS),
         "max abs error",
         worst,
-        Verdict.PASS if ok else Verdict.FAIL,
-        detail=f"largest phi' {largest:.3f} (must be < 0)",
+        worst <= 1e-13 and largest < 0,
+        f"largest phi' {largest:.3f} (must be < 0)",
     )
 
 
-@timed
 def check_steep_exp() -> CheckRecord:
     """beta = 3 > 2: g = exp(-3x) is strictly decreasing and smooth but violates the condition on (2/3, 1]."""
     x = torch.linspace(0.0, 1.0, 1001, dtype=DTYPE)

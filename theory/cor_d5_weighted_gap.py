@@ -9,7 +9,7 @@ confirms the identity and that each slope lies in -g'([interval]) (for convex g,
 
 from __future__ import annotations
 
-import functools
+from typing import NamedTuple
 
 import sympy as sp
 import torch
@@ -19,8 +19,8 @@ from setpo import local_mass, loo_credits
 from theory import general as GN
 from theory import symbolic as S
 from theory.instances import DTYPE, EXTRA, KERNELS, SHAPINGS, kernel_batches, resolve, without
-from theory.records import CheckRecord, Verdict, error_record, search_record, sizes_scope, timed
-from theory.strategies import dominance_instances, run_property, shapings
+from theory.records import CheckRecord, count_record, error_record, record, search_record, sizes_scope
+from theory.strategies import dominance_instances, property_record, shapings
 
 RESULT = "Cor D.5"
 TOL = 1e-12
@@ -53,7 +53,6 @@ def general_terms() -> dict[str, sp.Expr]:
     return t
 
 
-@timed
 def check_general() -> CheckRecord:
     """The weighted gap for symbolic G: the generic case directly, and per weight the two cases (tie or not).
 
@@ -98,7 +97,6 @@ def check_general() -> CheckRecord:
     return GN.proof_record(RESULT, "weighted-gap identity with a case split per weight, symbolic G", proofs)
 
 
-@timed
 def check_general_vs_expansion(sizes: tuple[int, ...] = (3, 4, 5)) -> CheckRecord:
     """The general right-hand side at G = sizes equals the explicit one of check_symbolic (r = 0, c = 1)."""
     t = general_terms()
@@ -158,7 +156,6 @@ def mean_value_violation(g, w: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -
     return torch.clamp(lo - w, min=0) + torch.clamp(w - hi, min=0)
 
 
-@timed
 def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5)) -> CheckRecord:
     """With w as divided differences of a generic g, the right-hand side equals s_r - s_c from the definition."""
     cases, bad = 0, []
@@ -170,22 +167,28 @@ def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5)) -> CheckRecord:
         diff = S.canonical(sp.cancel(sp.together(S.credit(K, r) - S.credit(K, c) - rhs)))
         if sp.simplify(diff) != 0:
             bad.append(G)
-    return error_record(
+    return count_record(
         RESULT,
         f"identity with divided-difference weights, generic g, G={list(sizes)}",
         "symbolic",
         cases,
-        [float(len(bad))],
-        0,
-        metric="non-identities",
-        detail=f"failed G: {bad}" if bad else "",
+        bad,
         scope=sizes_scope(sizes),
     )
 
 
-@functools.lru_cache(maxsize=4)
-def _sweep(total: int, seed: int, sizes: tuple[int, ...], shapings: tuple) -> tuple[int, float, float, float]:
-    """One pass over every ordered pair (r, c): (instances, identity error, min weight, mean-value violation)."""
+class Sweep(NamedTuple):
+    """One pass over every ordered pair (r, c) of seeded random kernels, shared by the identity and weight checks."""
+
+    instances: int
+    error: float  # largest |s_r - s_c - right-hand side|
+    smallest_weight: float
+    outside: float  # largest distance of a weight outside its mean-value range
+    sizes: tuple[int, ...]
+
+
+def sweep(total: int, seed: int = 12, sizes: tuple[int, ...] = (3, 4, 6, 8), shapings: tuple = SHAPINGS) -> Sweep:
+    """Identity error, smallest weight and mean-value violation over every ordered pair (r, c) of a kernel sweep."""
     worst, smallest, outside, n = 0.0, float("inf"), 0.0, 0
     for cell, K in kernel_batches(total, sizes, seed, shapings):
         s = loo_credits(K, cell.shaping)
@@ -202,45 +205,29 @@ def _sweep(total: int, seed: int, sizes: tuple[int, ...], shapings: tuple) -> tu
                     float(mean_value_violation(cell.shaping, wj, aj, bj).max()),
                 )
         n += cell.batch
-    return n, worst, smallest, outside
+    return Sweep(n, worst, smallest, outside, sizes)
 
 
-@timed
-def check_numeric(
-    total: int = 10_000, seed: int = 12, sizes: tuple[int, ...] = (3, 4, 6, 8), shapings: tuple = SHAPINGS
-) -> CheckRecord:
+def check_numeric(swept: Sweep) -> CheckRecord:
     """Identity vs loo_credits for every ordered pair (r, c) (no dominance needed for the identity)."""
-    n, worst, _, _ = _sweep(total, seed, sizes, tuple(shapings))
-    return error_record(
-        RESULT,
-        f"weighted-gap identity vs loo_credits, all pairs, kernels {KERNELS}, G={list(sizes)}",
-        "numeric",
-        n,
-        [worst],
-        TOL,
-    )
+    check = f"weighted-gap identity vs loo_credits, all pairs, kernels {KERNELS}, G={list(swept.sizes)}"
+    return error_record(RESULT, check, "numeric", swept.instances, [swept.error], TOL)
 
 
-@timed
-def check_weights(
-    total: int = 10_000, seed: int = 12, sizes: tuple[int, ...] = (3, 4, 6, 8), shapings: tuple = SHAPINGS
-) -> CheckRecord:
+def check_weights(swept: Sweep) -> CheckRecord:
     """Every weight is a genuine mean-value slope (inside -g' of its interval; the four g are convex) and > 0."""
-    n, _, smallest, outside = _sweep(total, seed, sizes, tuple(shapings))
-    ok = smallest > 0 and outside <= 1e-9
-    return CheckRecord(
+    return record(
         RESULT,
         "weights w_0, w_j inside -g'([interval]) and > 0, all pairs",
         "numeric",
-        n,
+        swept.instances,
         "min weight (must be > 0)",
-        smallest,
-        Verdict.PASS if ok else Verdict.FAIL,
-        detail=f"largest distance outside the mean-value range {outside:.1e}",
+        swept.smallest_weight,
+        swept.smallest_weight > 0 and swept.outside <= 1e-9,
+        f"largest distance outside the mean-value range {swept.outside:.1e}",
     )
 
 
-@timed
 def check_property(examples: int = 300) -> CheckRecord:
     """Hypothesis: dominance instances on 1/16-grid kernels: the identity, weights > 0, and a positive gap."""
 
@@ -254,20 +241,10 @@ def check_property(examples: int = 300) -> CheckRecord:
             f"error {err}, w0 {w0.tolist()}, wj {wj.tolist()}, g={g}, K={inst.K.tolist()}"
         )
 
-    n, failure = run_property(st.tuples(dominance_instances(), shapings), prop, examples)
-    return CheckRecord(
-        RESULT,
-        "hypothesis: identity and positive weights under dominance, 1/16-grid kernels",
-        "property",
-        n,
-        "failing examples",
-        float(bool(failure)),
-        Verdict.FAIL if failure else Verdict.PASS,
-        detail=failure,
-    )
+    check = "hypothesis: identity and positive weights under dominance, 1/16-grid kernels"
+    return property_record(RESULT, check, st.tuples(dominance_instances(), shapings), prop, examples)
 
 
-@timed
 def check_flat_g() -> CheckRecord:
     """g flat on [1/2, 1]: weights can be exactly 0, so the gap carries no sign information."""
     K = torch.tensor([[[1.0, 0.8, 0.6], [0.8, 1.0, 0.9], [0.6, 0.9, 1.0]]], dtype=DTYPE)
@@ -288,13 +265,13 @@ def check_flat_g() -> CheckRecord:
 def run(quick: bool = False) -> list[CheckRecord]:
     """All checks of Cor D.5."""
     total = 1_000 if quick else 10_000
-    sizes = (3, 4, 5) if quick else (3, 4, 6, 8)  # every ordered pair is checked: G^2 work per instance
+    swept = sweep(total, sizes=(3, 4, 5) if quick else (3, 4, 6, 8))  # every ordered pair: G^2 work per instance
     return [
         check_general(),
         check_symbolic((3, 4) if quick else (3, 4, 5)),
         check_general_vs_expansion((3, 4) if quick else (3, 4, 5)),
-        check_numeric(total, sizes=sizes),
-        check_weights(total, sizes=sizes),
+        check_numeric(swept),
+        check_weights(swept),
         check_property(50 if quick else 300),
         check_flat_g(),
     ]

@@ -17,8 +17,8 @@ from setpo import local_mass
 from theory import general as GN
 from theory import symbolic as S
 from theory.instances import DTYPE, EXTRA, KERNELS, SHAPINGS, drop_entry, kernel_batches, resolve, without
-from theory.records import CheckRecord, Verdict, error_record, search_record, sizes_scope, timed
-from theory.strategies import kernels, run_property, shapings
+from theory.records import CheckRecord, count_record, search_record, sizes_scope
+from theory.strategies import kernels, property_record, shapings
 
 RESULT = "Cor D.6"
 TIE = 1e-12  # |difference| below this counts as a tie on both sides of an equivalence
@@ -35,7 +35,6 @@ def general_difference() -> tuple[sp.Expr, sp.Expr]:
     return group.local_mass(j, set()) - m_j, (m_j - group.k(0, j)) / (G - 2)
 
 
-@timed
 def check_general() -> CheckRecord:
     """m_j^(-i) - m_j = (m_j - k_ji)/(G-2) for a symbolic G, and 1/(G-2) > 0 for every G >= 3: same sign."""
     difference, scaled = general_difference()
@@ -47,7 +46,6 @@ def check_general() -> CheckRecord:
     )
 
 
-@timed
 def check_general_vs_expansion(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
     """The general difference at G = sizes equals the explicit one, every j != i = 0."""
     difference, _ = general_difference()
@@ -82,34 +80,24 @@ def mismatches(K: torch.Tensor, g) -> tuple[int, int, int]:
     return pairs, bad_m, bad_g
 
 
-@timed
 def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
     """m_j^(-i) - m_j = (m_j - k(o_j,o_i))/(G-2) from the literal reduced-set mass: same sign as m_j - k_ji."""
     cases, bad = 0, []
-    for G in sizes:
-        K = S.kernel_matrix(G)
-        everyone = list(range(G))
-        for i in everyone:
-            rest = [j for j in everyone if j != i]
-            for j in rest:
-                cases += 1
-                m_j = S.set_local_mass(K, j, everyone)
-                if sp.expand(S.set_local_mass(K, j, rest) - m_j - (m_j - K[j, i]) / (G - 2)) != 0:
-                    bad.append((G, i, j))
-    return error_record(
+    for G, K, i, j, everyone, rest in S.removals(sizes):
+        cases += 1
+        m_j = S.set_local_mass(K, j, everyone)
+        if sp.expand(S.set_local_mass(K, j, rest) - m_j - (m_j - K[j, i]) / (G - 2)) != 0:
+            bad.append((G, i, j))
+    return count_record(
         RESULT,
         f"m_j^(-i) - m_j = (m_j - k_ji)/(G-2), G - 2 > 0, G={list(sizes)}",
         "symbolic",
         cases,
-        [float(len(bad))],
-        0,
-        metric="non-identities",
-        detail=f"failed: {bad}" if bad else "",
+        bad,
         scope=sizes_scope(sizes),
     )
 
 
-@timed
 def check_numeric(
     total: int = 10_000, seed: int = 14, sizes: tuple[int, ...] = (3, 4, 6, 8), shapings: tuple = SHAPINGS
 ) -> CheckRecord:
@@ -120,19 +108,17 @@ def check_numeric(
         pairs, bad_m, bad_g, n = pairs + p, bad_m + bm, bad_g + bg, n + cell.batch
         m = local_mass(K)
         rising += sum(int((drop_entry(m - K[..., :, i], i) > TIE).sum()) for i in range(cell.size))
-    return CheckRecord(
+    return count_record(
         RESULT,
         f"both 'iff's on all (i, j) pairs, kernels {KERNELS}, G={list(sizes)}",
         "numeric",
         n,
+        bad_m + bad_g,
         "mismatched pairs",
-        float(bad_m + bad_g),
-        Verdict.PASS if bad_m + bad_g == 0 else Verdict.FAIL,
-        detail=f"{pairs} pairs; removal of o_i raises m_j on {rising / pairs:.1%} of them",
+        f"{pairs} pairs; removal of o_i raises m_j on {rising / pairs:.1%} of them",
     )
 
 
-@timed
 def check_property(examples: int = 300) -> CheckRecord:
     """Hypothesis: 1/16-grid kernels (exact ties, G = 3..7), the four registered g."""
 
@@ -141,20 +127,10 @@ def check_property(examples: int = 300) -> CheckRecord:
         _, bm, bg = mismatches(K, g)
         assert bm + bg == 0, f"{bm} mass and {bg} shaped-value mismatches for g={g}, K={K.tolist()}"
 
-    n, failure = run_property(st.tuples(kernels(), shapings), prop, examples)
-    return CheckRecord(
-        RESULT,
-        "hypothesis: both 'iff's on 1/16-grid kernels",
-        "property",
-        n,
-        "failing examples",
-        float(bool(failure)),
-        Verdict.FAIL if failure else Verdict.PASS,
-        detail=failure,
-    )
+    check = "hypothesis: both 'iff's on 1/16-grid kernels"
+    return property_record(RESULT, check, st.tuples(kernels(), shapings), prop, examples)
 
 
-@timed
 def check_flat_g() -> CheckRecord:
     """g only non-increasing (flat on [1/2, 1]): congestion without any change of g, so the second 'iff' fails."""
     K = torch.tensor([[1.0, 0.8, 0.6], [0.8, 1.0, 0.9], [0.6, 0.9, 1.0]], dtype=DTYPE)
@@ -174,10 +150,11 @@ def check_flat_g() -> CheckRecord:
 
 def run(quick: bool = False) -> list[CheckRecord]:
     """All checks of Cor D.6."""
+    sizes = (3, 4) if quick else (3, 4, 5, 6)
     return [
         check_general(),
-        check_symbolic((3, 4) if quick else (3, 4, 5, 6)),
-        check_general_vs_expansion((3, 4) if quick else (3, 4, 5, 6)),
+        check_symbolic(sizes),
+        check_general_vs_expansion(sizes),
         check_numeric(1_000 if quick else 10_000),
         check_property(50 if quick else 300),
         check_flat_g(),

@@ -12,14 +12,13 @@ import torch
 
 from setpo import group_advantages, loo_credits
 from theory.instances import DTYPE, KERNELS, generator, kernel_batches, random_kernel
-from theory.records import CheckRecord, Verdict, error_record, timed
+from theory.records import CheckRecord, Verdict, error_record
 
 RESULT = "Credit properties"
 NO_GENERAL_PROOF = "properties not stated in the paper, checked numerically"
 TOL = 1e-12
 
 
-@timed
 def check_permutation(total: int = 10_000, seed: int = 100, sizes: tuple[int, ...] = (3, 4, 6, 8)) -> CheckRecord:
     """loo_credits(K[pi, pi]) = loo_credits(K)[pi] for a random permutation pi per cell."""
     worst, n = 0.0, 0
@@ -34,7 +33,6 @@ def check_permutation(total: int = 10_000, seed: int = 100, sizes: tuple[int, ..
     )
 
 
-@timed
 def check_duplicates(total: int = 10_000, seed: int = 101, sizes: tuple[int, ...] = (3, 4, 6, 8)) -> CheckRecord:
     """Make o_1 an exact copy of o_0 (same kernel row, k(o_0, o_1) = 1): s_0 = s_1."""
     worst, n = 0.0, 0
@@ -48,7 +46,6 @@ def check_duplicates(total: int = 10_000, seed: int = 101, sizes: tuple[int, ...
     return error_record(RESULT, "exact duplicates get equal credits", "numeric", n, [worst], TOL)
 
 
-@timed
 def check_scale(groups: int = 20_000, seed: int = 102, G: int = 6) -> CheckRecord:
     """Size of s_i (g = -log(1+x), G = 6) on cosine kernels next to GRPO advantages of binary rewards."""
     gen = generator(seed)

@@ -29,7 +29,7 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 
 from theory import symbolic as S
-from theory.records import CheckRecord, error_record, sizes_scope
+from theory.records import CheckRecord, count_record, sizes_scope
 
 G = sp.Symbol("G", integer=True, positive=True)
 H = sp.Symbol("H", integer=True, nonnegative=True)  # G = H + 3 encodes G >= 3 for sign questions
@@ -293,15 +293,14 @@ def proof_record(
     """One 'proof' record: every identity in `proofs` holds for symbolic G and every named fact (a sign) is shown."""
     failed = [str(p) for p in proofs if not p.holds] + [f"{name}: not shown" for name, ok in facts if not ok]
     shown = [p.claim for p in proofs] + [name for name, _ in facts]
-    return error_record(
+    return count_record(
         result,
         check,
         "proof",
         len(shown),
-        [float(len(failed))],
-        0,
-        detail=("FAILED: " + "; ".join(failed)) if failed else "proven: " + "; ".join(shown),
+        len(failed),
         metric="unproven steps",
+        detail=("FAILED: " + "; ".join(failed)) if failed else "proven: " + "; ".join(shown),
         scope=ALL_G,
     )
 
@@ -309,14 +308,12 @@ def proof_record(
 def expansion_record(result: str, check: str, group: Group, pairs: Sequence[Pair], sizes: Sequence[int]) -> CheckRecord:
     """A 'symbolic' record: the general expressions at G = sizes equal the explicit expansions (S.kernel_matrix)."""
     compared, bad = agrees_with_expansion(group, pairs, sizes)
-    return error_record(
+    return count_record(
         result,
         f"{check}, {sizes_scope(sizes)}",
         "symbolic",
         compared,
-        [float(len(bad))],
-        0,
-        detail=f"differ at (G, expression): {bad}" if bad else "",
+        bad,
         metric="mismatches",
         scope=sizes_scope(sizes),
     )

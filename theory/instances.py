@@ -169,3 +169,8 @@ def drop_entry(v: torch.Tensor, i: int) -> torch.Tensor:
     """v with its last-dim entry i removed: (..., G) -> (..., G-1), aligned with `without`."""
     keep = torch.tensor([j for j in range(v.shape[-1]) if j != i])
     return v.index_select(-1, keep)
+
+
+def shaping_names(shapings: tuple) -> list[str]:
+    """The names of shapings given by name or as Shaping objects (for the check labels)."""
+    return [s if isinstance(s, str) else s.name for s in shapings]

@@ -11,15 +11,22 @@ above a kernel value k(y, tau), where B_{tau,eta} loses a point) with the smalle
 
 from __future__ import annotations
 
-import functools
+from typing import NamedTuple
 
 import sympy as sp
 import torch
 
 from theory import symbolic as S
-from theory.instances import DTYPE, KERNELS, SHAPINGS, population_batches, resolve
+from theory.instances import DTYPE, KERNELS, SHAPINGS, population_batches, resolve, shaping_names
 from theory.proxy import lipschitz_dg, remainder, smoothness_delta
-from theory.records import CheckRecord, Verdict, error_record, search_record, sizes_scope, slack_record, timed
+from theory.records import (
+    CheckRecord,
+    count_record,
+    search_record,
+    sizes_scope,
+    slack_record,
+    tightness_record,
+)
 
 RESULT = "Lemma C.4 (3.4)"
 NO_GENERAL_PROOF = (
@@ -36,7 +43,6 @@ def tightest_bound(p: torch.Tensor, K: torch.Tensor, m: torch.Tensor, L: float) 
     return torch.where(cand < 1, bound, torch.full_like(bound, float("inf"))).amin(-1)
 
 
-@timed
 def check_symbolic(sizes: tuple[int, ...] = (1, 2, 3, 4)) -> CheckRecord:
     """I~(tau) - phi(m_tau) = sum_a p_a (g'(m_a) - g'(m_tau)) k(y_a, tau), generic g, tau in/out of support."""
     cases, bad = 0, []
@@ -53,30 +59,37 @@ def check_symbolic(sizes: tuple[int, ...] = (1, 2, 3, 4)) -> CheckRecord:
             cases += 1
             if not S.is_identity(uncentred - phi, r):
                 bad.append((N, outside))
-    return error_record(
+    return count_record(
         RESULT,
         f"r_tau = E_P[(g'(m_y) - g'(m_tau)) k(y,tau)], generic g, N={list(sizes)}",
         "symbolic",
         cases,
-        [float(len(bad))],
-        0,
-        metric="non-identities",
-        detail=f"failed: {bad}" if bad else "",
+        bad,
         scope=sizes_scope(sizes, "N") + " atoms",
     )
 
 
-@functools.lru_cache(maxsize=4)
-def _sweep(
+class Sweep(NamedTuple):
+    """The bound on seeded random P at every tau, shared by the bound and tightness checks."""
+
+    instances: int
+    slack: torch.Tensor  # per cell: min of bound - |r|
+    ratios: torch.Tensor  # |r| / bound where bound > 0
+    negative: int  # violations at a tau with m_tau < 0
+    nonnegative: int  # violations at a tau with m_tau >= 0
+    shapings: tuple
+
+
+def sweep(
     total: int,
-    seed: int,
-    sizes: tuple[int, ...],
-    shapings: tuple,
+    seed: int = 40,
+    sizes: tuple[int, ...] = (2, 3, 5, 8),
+    shapings: tuple = SHAPINGS,
     kernels: tuple = KERNELS,
-    clamp=True,
+    clamp: bool = True,
     L_override: float | None = None,
-):
-    """(instances, per-cell min slack, ratios |r|/bound where bound > 0, violations with m_tau < 0, with m_tau >= 0)."""
+) -> Sweep:
+    """Slack and ratio of |r_tau| against the tightest bound at every tau of a population sweep."""
     slack, ratios, n, neg, nonneg = [], [], 0, 0, 0
     for cell, K, p in population_batches(total, sizes, seed, shapings=shapings, kernels=kernels, clamp=clamp):
         L = lipschitz_dg(cell.shaping) if L_override is None else L_override
@@ -88,58 +101,33 @@ def _sweep(
         bad = bound - r.abs() < -1e-12
         neg, nonneg = neg + int((bad & (m < 0)).sum()), nonneg + int((bad & (m >= 0)).sum())
         n += cell.batch
-    return n, torch.stack(slack), torch.cat(ratios), neg, nonneg
+    return Sweep(n, torch.stack(slack), torch.cat(ratios), neg, nonneg, shapings)
 
 
-@timed
-def check_numeric(
-    total: int = 10_000, seed: int = 40, sizes: tuple[int, ...] = (2, 3, 5, 8), shapings: tuple = SHAPINGS
-) -> CheckRecord:
+def check_numeric(swept: Sweep) -> CheckRecord:
     """|r_tau| <= L (delta m_tau + eta) at the tightest eta, every tau (support and outside), random P."""
-    n, slack, *_ = _sweep(total, seed, sizes, tuple(shapings))
-    names = [s if isinstance(s, str) else s.name for s in shapings]
-    return slack_record(
-        RESULT, f"|r| <= L(delta m + eta) at the best eta, kernels {KERNELS}, g in {names}", "numeric", n, slack, 1e-12
-    )
+    check = f"|r| <= L(delta m + eta) at the best eta, kernels {KERNELS}, g in {shaping_names(swept.shapings)}"
+    return slack_record(RESULT, check, "numeric", swept.instances, swept.slack, 1e-12)
 
 
-@timed
-def check_tightness(total: int = 10_000, seed: int = 40, sizes: tuple[int, ...] = (2, 3, 5, 8)) -> CheckRecord:
-    """How tight: |r_tau| / (tightest bound), over the same instances (g with L > 0)."""
-    n, _, ratios, *_ = _sweep(total, seed, sizes, SHAPINGS)  # linear has L = 0: no ratio
-    q = torch.quantile(ratios, torch.tensor([0.5, 0.9], dtype=DTYPE))
-    return CheckRecord(
-        RESULT,
-        "tightness |r| / L(delta m + eta) at the best eta",
-        "tightness",
-        n,
-        "max ratio",
-        float(ratios.max()),
-        Verdict.INFO,
-        detail=f"median {float(q[0]):.3f}, 90th percentile {float(q[1]):.3f} over {ratios.numel()} taus",
-    )
+def check_tightness(swept: Sweep) -> CheckRecord:
+    """How tight: |r_tau| / (tightest bound), over the same instances (g with L > 0; linear has L = 0: no ratio)."""
+    check = "tightness |r| / L(delta m + eta) at the best eta"
+    return tightness_record(RESULT, check, swept.instances, swept.ratios, "taus")
 
 
-@timed
 def check_unclamped(total: int = 2_000, seed: int = 41) -> CheckRecord:
     """Dropping k >= 0 (raw cosine in [-1,1]), g = exp(-x) with L = e (its Lipschitz constant on [-1,1])."""
-    n, slack, _, neg, nonneg = _sweep(
-        total,
-        seed,
-        (2, 3, 5, 8),
-        ("exp",),
-        kernels=("cosine",),
-        clamp=False,
-        L_override=float(resolve("exp").d2g(torch.tensor(-1.0, dtype=DTYPE))),
-    )
-    worst = float(slack.min())
+    L = float(resolve("exp").d2g(torch.tensor(-1.0, dtype=DTYPE)))
+    swept = sweep(total, seed, (2, 3, 5, 8), ("exp",), kernels=("cosine",), clamp=False, L_override=L)
+    worst = float(swept.slack.min())
     return search_record(
         RESULT,
         "raw cosine in [-1,1], g = exp(-x), L = e",
-        n,
+        swept.instances,
         worst < -1e-12,
         worst,
-        f"violated at {neg} taus with m_tau < 0 and {nonneg} with m_tau >= 0 (the proof bounds "
+        f"violated at {swept.negative} taus with m_tau < 0 and {swept.nonnegative} with m_tau >= 0 (the proof bounds "
         "E_P[k 1_B] by m_tau, which needs k >= 0)",
         expect_found=None,
         metric="min slack",
@@ -148,10 +136,10 @@ def check_unclamped(total: int = 2_000, seed: int = 41) -> CheckRecord:
 
 def run(quick: bool = False) -> list[CheckRecord]:
     """All checks of Lemma C.4."""
-    total = 1_000 if quick else 10_000
+    swept = sweep(1_000 if quick else 10_000)
     return [
         check_symbolic((1, 2, 3) if quick else (1, 2, 3, 4)),
-        check_numeric(total),
-        check_tightness(total),
+        check_numeric(swept),
+        check_tightness(swept),
         check_unclamped(500 if quick else 2_000),
     ]

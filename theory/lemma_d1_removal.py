@@ -15,8 +15,8 @@ from setpo import local_mass, loo_credits
 from theory import general as GN
 from theory import symbolic as S
 from theory.instances import KERNELS, drop_entry, kernel_batches, without
-from theory.records import CheckRecord, Verdict, error_record, search_record, sizes_scope, timed
-from theory.strategies import kernels, run_property
+from theory.records import CheckRecord, count_record, error_record, record, search_record, sizes_scope
+from theory.strategies import kernels, property_record
 
 RESULT = "Lemma D.1"
 TOL = 1e-12
@@ -33,7 +33,6 @@ def general_forms() -> tuple[sp.Expr, sp.Expr, sp.Expr, sp.Expr]:
     return literal, m_j, ((G - 1) * m_j - k_ji) / (G - 2), m_j + (m_j - k_ji) / (G - 2)
 
 
-@timed
 def check_general() -> CheckRecord:
     """Both printed forms equal the literal reduced-set mass for a symbolic G >= 3 (proof, not a sample of G)."""
     literal, _, first, second = general_forms()
@@ -44,7 +43,6 @@ def check_general() -> CheckRecord:
     return GN.proof_record(RESULT, "both forms = literal reduced-set mass, symbolic G", proofs)
 
 
-@timed
 def check_general_vs_expansion(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
     """The general model's masses at G = sizes equal the explicit ones of S.kernel_matrix, every j != i = 0."""
     literal, m_j, _, _ = general_forms()
@@ -62,45 +60,37 @@ def removal_formula(m: torch.Tensor, K: torch.Tensor, i: int) -> torch.Tensor:
     return drop_entry(m + (m - K[..., :, i]) / (G - 2), i)
 
 
-@timed
+def removal_error(K: torch.Tensor) -> float:
+    """Largest |Lemma D.1's formula - local_mass of the reduced kernel| over every removed i and remaining j."""
+    m = local_mass(K)
+    errors = [removal_formula(m, K, i) - local_mass(without(K, i)) for i in range(K.shape[-1])]
+    return float(torch.stack(errors).abs().max())
+
+
 def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
     """Both printed forms equal the literal reduced-set local mass, for symbolic kernels, G in `sizes`."""
     cases, bad = 0, []
-    for G in sizes:
-        K = S.kernel_matrix(G)
-        everyone = list(range(G))
-        for i in everyone:
-            rest = [j for j in everyone if j != i]
-            for j in rest:
-                literal = S.set_local_mass(K, j, rest)
-                m_j = S.set_local_mass(K, j, everyone)
-                for form in (((G - 1) * m_j - K[j, i]) / (G - 2), m_j + (m_j - K[j, i]) / (G - 2)):
-                    cases += 1
-                    if sp.expand(literal - form) != 0:
-                        bad.append((G, i, j))
-    return error_record(
+    for G, K, i, j, everyone, rest in S.removals(sizes):
+        literal, m_j = S.set_local_mass(K, j, rest), S.set_local_mass(K, j, everyone)
+        for form in (((G - 1) * m_j - K[j, i]) / (G - 2), m_j + (m_j - K[j, i]) / (G - 2)):
+            cases += 1
+            if sp.expand(literal - form) != 0:
+                bad.append((G, i, j))
+    return count_record(
         RESULT,
         f"both forms = literal m_hat(o_j; Omega minus o_i), G={list(sizes)}",
         "symbolic",
         cases,
-        [float(len(bad))],
-        0,
-        detail=f"non-identities: {bad}" if bad else "",
-        metric="non-identities",
+        bad,
         scope=sizes_scope(sizes),
     )
 
 
-@timed
 def check_numeric(total: int = 10_000, seed: int = 1, sizes: tuple[int, ...] = (3, 4, 6, 8)) -> CheckRecord:
     """Formula vs the core's local_mass recomputed on the reduced kernel, every (i, j), random kernels."""
     worst, n = 0.0, 0
     for cell, K in kernel_batches(total, sizes, seed, shapings=("linear",)):
-        m = local_mass(K)
-        for i in range(cell.size):
-            err = (removal_formula(m, K, i) - local_mass(without(K, i))).abs().max()
-            worst = max(worst, float(err))
-        n += cell.batch
+        worst, n = max(worst, removal_error(K)), n + cell.batch
     return error_record(
         RESULT,
         f"formula vs local_mass of the reduced kernel, kernels {KERNELS}, G={list(sizes)}",
@@ -111,40 +101,25 @@ def check_numeric(total: int = 10_000, seed: int = 1, sizes: tuple[int, ...] = (
     )
 
 
-@timed
 def check_property(examples: int = 300) -> CheckRecord:
     """Hypothesis: 1/16-grid kernels with exact ties, G = 3..7, every (i, j)."""
 
     def prop(K: torch.Tensor) -> None:
-        m = local_mass(K)
-        for i in range(K.shape[-1]):
-            err = float((removal_formula(m, K, i) - local_mass(without(K, i))).abs().max())
-            assert err <= TOL, f"error {err} at i={i}, K={K.tolist()}"
+        err = removal_error(K)
+        assert err <= TOL, f"error {err}, K={K.tolist()}"
 
-    n, failure = run_property(kernels(), prop, examples)
-    return CheckRecord(
-        RESULT,
-        "hypothesis: formula vs reduced-kernel local_mass on 1/16-grid kernels",
-        "property",
-        n,
-        "failing examples",
-        float(bool(failure)),
-        Verdict.FAIL if failure else Verdict.PASS,
-        detail=failure,
+    return property_record(
+        RESULT, "hypothesis: formula vs reduced-kernel local_mass on 1/16-grid kernels", kernels(), prop, examples
     )
 
 
-@timed
 def check_unclamped(total: int = 2_000, seed: int = 2) -> CheckRecord:
     """Dropping k in [0,1]: the lemma is algebra on the off-diagonal entries, so no counterexample can exist."""
     worst, n = 0.0, 0
     for cell, K in kernel_batches(total, (3, 5, 8), seed, shapings=("linear",), kernels=("cosine",), clamp=False):
         K = K.clone()
         K.diagonal(dim1=-2, dim2=-1).mul_(0.3)  # non-unit diagonal as well: it never enters
-        m = local_mass(K)
-        for i in range(cell.size):
-            worst = max(worst, float((removal_formula(m, K, i) - local_mass(without(K, i))).abs().max()))
-        n += cell.batch
+        worst, n = max(worst, removal_error(K)), n + cell.batch
     return search_record(
         RESULT,
         "kernel in [-1,1] with diagonal 0.3 (identity needs neither)",
@@ -157,7 +132,6 @@ def check_unclamped(total: int = 2_000, seed: int = 2) -> CheckRecord:
     )
 
 
-@timed
 def check_small_group() -> CheckRecord:
     """G = 2: m_j^(-i) would average over no entry (division by G-2 = 0); the core must refuse, not divide."""
     K = torch.tensor([[1.0, 0.4], [0.4, 1.0]], dtype=torch.float64)
@@ -165,29 +139,19 @@ def check_small_group() -> CheckRecord:
         loo_credits(K)
     except ValueError as err:
         zero = loo_credits(K, on_small_group="zero")
-        ok = bool((zero == 0).all())
-        return CheckRecord(
-            RESULT,
-            "G=2: loo_credits raises ValueError (on_small_group='zero' gives 0)",
-            "input",
-            1,
-            "raised",
-            1.0,
-            Verdict.PASS if ok else Verdict.FAIL,
-            detail=str(err)[:120],
-        )
-    return CheckRecord(
-        RESULT, "G=2: loo_credits raises ValueError", "input", 1, "raised", 0.0, Verdict.FAIL, detail="no error for G=2"
-    )
+        check = "G=2: loo_credits raises ValueError (on_small_group='zero' gives 0)"
+        return record(RESULT, check, "input", 1, "raised", 1.0, bool((zero == 0).all()), str(err)[:120])
+    return record(RESULT, "G=2: loo_credits raises ValueError", "input", 1, "raised", 0.0, False, "no error for G=2")
 
 
 def run(quick: bool = False) -> list[CheckRecord]:
     """All checks of Lemma D.1."""
+    sizes = (3, 4) if quick else (3, 4, 5, 6)
     total = 1_000 if quick else 10_000
     return [
         check_general(),
-        check_symbolic((3, 4) if quick else (3, 4, 5, 6)),
-        check_general_vs_expansion((3, 4) if quick else (3, 4, 5, 6)),
+        check_symbolic(sizes),
+        check_general_vs_expansion(sizes),
         check_numeric(total),
         check_property(50 if quick else 300),
         check_unclamped(500 if quick else 2_000),

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from pathlib import Path
 
-from theory.records import CheckRecord, Verdict, timed
+from theory.records import CheckRecord, record
 
 RESULT = "Paper arithmetic"
 NO_GENERAL_PROOF = "an audit of printed numbers"
@@ -163,7 +163,6 @@ def inconsistent(items: list[Item]) -> list[str]:
     return [it.label for it in items if it.status == "inconsistent"]
 
 
-@timed
 def check_audit(data: dict | None = None) -> CheckRecord:
     """Recompute everything; PASS when every inconsistency already known is reproduced (so the transcription is
     right); the detail lists all inconsistencies found, new ones marked."""
@@ -177,16 +176,8 @@ def check_audit(data: dict | None = None) -> CheckRecord:
     if missing:
         detail = f"known inconsistencies NOT reproduced: {missing}; " + detail
     checked = [it for it in items if it.status != "not printed"]
-    return CheckRecord(
-        RESULT,
-        "Avg columns, printed gains, text values, settings, Table 3 (exact decimals)",
-        "audit",
-        len(checked),
-        "inconsistencies",
-        float(len(found)),
-        Verdict.FAIL if missing else Verdict.PASS,
-        detail=detail,
-    )
+    check = "Avg columns, printed gains, text values, settings, Table 3 (exact decimals)"
+    return record(RESULT, check, "audit", len(checked), "inconsistencies", len(found), not missing, detail)
 
 
 def write(items: list[Item], md_path: Path, csv_path: Path) -> None:

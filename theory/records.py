@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Sized
+from dataclasses import dataclass
 from enum import Enum
 
 import torch
@@ -34,8 +33,8 @@ class CheckRecord:
     verdict: Verdict
     expected: Verdict = Verdict.PASS  # the verdict the project expects; any other outcome is a failure
     detail: str = ""
-    seconds: float = 0.0
     scope: str = ""  # for symbolic checks and proofs: the group sizes covered, e.g. "G = 3..6" or "all G >= 3"
+    table: tuple[tuple, ...] = ()  # the measurements behind the record, where the report prints them as a table
 
     @property
     def ok(self) -> bool:
@@ -43,49 +42,69 @@ class CheckRecord:
         return self.verdict == Verdict.INFO or self.verdict == self.expected
 
 
-def error_record(
+def record(
     result: str,
     check: str,
     kind: str,
     instances: int,
-    errors,
-    tol: float,
+    metric: str,
+    worst: float,
+    ok: bool,
     detail: str = "",
-    metric: str = "",
     scope: str = "",
 ) -> CheckRecord:
+    """PASS when `ok`, else FAIL."""
+    verdict = Verdict.PASS if ok else Verdict.FAIL
+    return CheckRecord(result, check, kind, instances, metric, float(worst), verdict, detail=detail, scope=scope)
+
+
+def count_record(
+    result: str,
+    check: str,
+    kind: str,
+    instances: int,
+    failed: int | Sized,
+    metric: str = "non-identities",
+    detail: str = "",
+    scope: str = "",
+) -> CheckRecord:
+    """PASS when nothing failed: `failed` is a count, or the list of failed cases (then named in the detail)."""
+    count = failed if isinstance(failed, int) else len(failed)
+    named = f"failed: {failed}" if count and not isinstance(failed, int) else ""
+    detail = "; ".join(x for x in (named, detail) if x)
+    return record(result, check, kind, instances, metric, count, count == 0, detail, scope)
+
+
+def error_record(
+    result: str, check: str, kind: str, instances: int, errors, tol: float, detail: str = "", metric: str = ""
+) -> CheckRecord:
     """PASS when the largest error is finite and <= tol (an identity or a derivative matched to rounding)."""
-    worst = _max(errors)
-    verdict = Verdict.PASS if math.isfinite(worst) and worst <= tol else Verdict.FAIL
+    worst = _extreme(errors, max)
+    metric = metric or f"max abs error (tol {tol:.0e})"
+    return record(result, check, kind, instances, metric, worst, math.isfinite(worst) and worst <= tol, detail)
+
+
+def slack_record(result: str, check: str, kind: str, instances: int, slacks, tol: float) -> CheckRecord:
+    """PASS when the smallest slack of an inequality is >= -tol (slack = bound side minus true side)."""
+    worst = _extreme(slacks, min)
+    ok = math.isfinite(worst) and worst >= -tol
+    return record(result, check, kind, instances, f"min slack (tol {tol:.0e})", worst, ok)
+
+
+def tightness_record(
+    result: str, check: str, instances: int, ratios: torch.Tensor, unit: str, least: bool = False, digits: int = 3
+) -> CheckRecord:
+    """An INFO record of how tight a bound is: the largest ratio (smallest when `least`), median, 90th percentile."""
+    median, p90 = torch.quantile(ratios, torch.tensor([0.5, 0.9], dtype=ratios.dtype)).tolist()
     return CheckRecord(
         result,
         check,
-        kind,
+        "tightness",
         instances,
-        metric or f"max abs error (tol {tol:.0e})",
-        worst,
-        verdict,
-        detail=detail,
-        scope=scope,
-    )
-
-
-def sizes_scope(sizes, letter: str = "G") -> str:
-    """'G = 3..6' for consecutive sizes, else 'G = 3, 4, 6'."""
-    sizes = sorted(sizes)
-    if len(sizes) > 2 and sizes == list(range(sizes[0], sizes[-1] + 1)):
-        return f"{letter} = {sizes[0]}..{sizes[-1]}"
-    return f"{letter} = " + ", ".join(map(str, sizes))
-
-
-def slack_record(
-    result: str, check: str, kind: str, instances: int, slacks, tol: float, detail: str = "", metric: str = ""
-) -> CheckRecord:
-    """PASS when the smallest slack of an inequality is >= -tol (slack = bound side minus true side)."""
-    worst = _min(slacks)
-    verdict = Verdict.PASS if math.isfinite(worst) and worst >= -tol else Verdict.FAIL
-    return CheckRecord(
-        result, check, kind, instances, metric or f"min slack (tol {tol:.0e})", worst, verdict, detail=detail
+        "min ratio" if least else "max ratio",
+        float(ratios.min() if least else ratios.max()),
+        Verdict.INFO,
+        detail=f"median {median:.{digits}f}, 90th percentile {p90:.{digits}f} over {ratios.numel()} {unit}",
     )
 
 
@@ -108,45 +127,23 @@ def search_record(
     return CheckRecord(result, check, "counterexample", instances, metric, worst, verdict, expected, detail)
 
 
-def timed(fn: Callable[..., CheckRecord]) -> Callable[..., CheckRecord]:
-    """Wrap a check so its record carries its wall-clock time."""
-
-    def wrapper(*args, **kwargs) -> CheckRecord:
-        start = time.perf_counter()
-        rec = fn(*args, **kwargs)
-        return replace(rec, seconds=time.perf_counter() - start)
-
-    wrapper.__name__ = fn.__name__
-    wrapper.__doc__ = fn.__doc__
-    wrapper.__wrapped__ = fn
-    return wrapper
+def sizes_scope(sizes, letter: str = "G") -> str:
+    """'G = 3..6' for consecutive sizes, else 'G = 3, 4, 6'."""
+    sizes = sorted(sizes)
+    if len(sizes) > 2 and sizes == list(range(sizes[0], sizes[-1] + 1)):
+        return f"{letter} = {sizes[0]}..{sizes[-1]}"
+    return f"{letter} = " + ", ".join(map(str, sizes))
 
 
-def _max(values) -> float:
-    if isinstance(values, torch.Tensor):
-        return _tensor_extreme(values, torch.max)
+def _extreme(values, pick) -> float:
+    """max or min (`pick`) of a tensor, array, number or nested list; NaN when any value is NaN."""
     vals = [float(v) for v in _flat(values)]
     if not vals:
         raise ValueError("a check produced no values to compare")
-    return math.nan if any(math.isnan(v) for v in vals) else max(vals)
+    return math.nan if any(math.isnan(v) for v in vals) else pick(vals)
 
 
-def _min(values) -> float:
-    if isinstance(values, torch.Tensor):
-        return _tensor_extreme(values, torch.min)
-    vals = [float(v) for v in _flat(values)]
-    if not vals:
-        raise ValueError("a check produced no values to compare")
-    return math.nan if any(math.isnan(v) for v in vals) else min(vals)
-
-
-def _tensor_extreme(t: torch.Tensor, op) -> float:
-    if t.numel() == 0:
-        raise ValueError("a check produced no values to compare")
-    return math.nan if bool(torch.isnan(t).any()) else float(op(t))
-
-
-def _flat(values):
+def _flat(values) -> list:
     if hasattr(values, "reshape") and hasattr(values, "tolist"):  # torch tensor or numpy array
         return values.reshape(-1).tolist()
     if isinstance(values, (int, float)):

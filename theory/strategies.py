@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from theory.instances import DTYPE, SHAPINGS
+from theory.records import CheckRecord, count_record
 
 GRID = 16
 
@@ -75,8 +76,10 @@ def distributions(draw, min_atoms: int = 1, max_atoms: int = 6, outside: int = 1
 shapings = st.sampled_from(SHAPINGS)
 
 
-def run_property(strategy: st.SearchStrategy, prop: Callable[..., None], examples: int) -> tuple[int, str]:
-    """Run `prop` on `examples` derandomized hypothesis examples; (examples run, '' or the shrunk failure)."""
+def property_record(
+    result: str, check: str, strategy: st.SearchStrategy, prop: Callable[..., None], examples: int
+) -> CheckRecord:
+    """A 'property' record: `prop` on `examples` derandomized hypothesis examples; the detail is the shrunk failure."""
     count = [0]
 
     @settings(
@@ -87,9 +90,10 @@ def run_property(strategy: st.SearchStrategy, prop: Callable[..., None], example
         count[0] += 1
         prop(example)
 
+    failure = ""
     try:
         wrapped()
     except Exception as err:  # noqa: BLE001 - an assertion, or an error raised by the code under test
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        return count[0], f"{type(err).__name__}: {first}"[:300]
-    return count[0], ""
+        failure = f"{type(err).__name__}: {first}"[:300]
+    return count_record(result, check, "property", count[0], int(bool(failure)), "failing examples", failure)

@@ -6,7 +6,7 @@ independently of the torch core; each module compares the sympy result with the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import sympy as sp
@@ -24,6 +24,17 @@ def kernel_matrix(n: int, name: str = "k", unit_diagonal: bool = True) -> sp.Mat
         for b in range(a + 1, n):
             K[a, b] = K[b, a] = sp.Symbol(f"{name}_{a}{b}", real=True)
     return K
+
+
+def removals(sizes: Sequence[int]) -> Iterator[tuple[int, sp.Matrix, int, int, list[int], list[int]]]:
+    """(G, K, i, j, Omega, Omega minus o_i) for every G in `sizes`, removed o_i and remaining o_j; K symbolic."""
+    for G in sizes:
+        K = kernel_matrix(G)
+        everyone = list(range(G))
+        for i in everyone:
+            rest = [z for z in everyone if z != i]
+            for j in rest:
+                yield G, K, i, j, everyone, rest
 
 
 def weights(n: int, name: str = "p") -> list[sp.Symbol]:
@@ -55,6 +66,12 @@ def population_mass(K: sp.Matrix, p: Sequence[sp.Expr], a: int) -> sp.Expr:
 def population_diversity(K: sp.Matrix, p: Sequence[sp.Expr], shaping: Callable = g) -> sp.Expr:
     """F(P) = sum_a p_a g(m_P(y_a)) (eq. 2)."""
     return sp.Add(*[p[a] * shaping(population_mass(K, p, a)) for a in range(len(p))])
+
+
+def mixture(p: Sequence[sp.Expr], eps: sp.Expr, t: int | None = None) -> list[sp.Expr]:
+    """Weights of P_eps = (1-eps) P + eps delta_{y_t} (Thm 4.2); t None appends the injected tau after P's atoms."""
+    w = [(1 - eps) * pa + (eps if a == t else 0) for a, pa in enumerate(p)]
+    return w if t is not None else [*w, eps]
 
 
 def named_derivatives(expr: sp.Expr) -> sp.Expr:

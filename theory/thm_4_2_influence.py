@@ -28,7 +28,7 @@ from theory.instances import (
     random_weights,
     resolve,
 )
-from theory.records import CheckRecord, Verdict, error_record, search_record, sizes_scope, timed
+from theory.records import CheckRecord, count_record, error_record, record, search_record, sizes_scope
 
 RESULT = "Thm 4.2 = C.2 (3.2)"
 NO_GENERAL_PROOF = (
@@ -71,23 +71,16 @@ def _symbolic_case(N: int, outside: bool):
     """(derived derivative, printed formula, Psi part, kernel, tau index, weights) for N atoms."""
     eps = sp.Symbol("epsilon", nonnegative=True)
     p = S.weights(N)
-    n = N + 1 if outside else N
-    K = S.kernel_matrix(n)
+    K = S.kernel_matrix(N + outside)
     tau = N if outside else 0
-    w = [(1 - eps) * p[a] + (eps if (a == tau and not outside) else 0) for a in range(N)]
-    if outside:
-        w.append(eps)
-    F_eps = sp.Add(*[w[a] * S.g(sp.Add(*[w[b] * K[a, b] for b in range(n)])) for a in range(n)])
-    derived = sp.diff(F_eps, eps).subs(eps, 0)
+    derived = sp.diff(S.population_diversity(K, S.mixture(p, eps, None if outside else tau)), eps).subs(eps, 0)
     m = [S.population_mass(K, p, a) for a in range(N)]
-    m_tau = sp.Add(*[p[b] * K[tau, b] for b in range(N)])
-    F = sp.Add(*[p[a] * S.g(m[a]) for a in range(N)])
+    m_tau, F = S.population_mass(K, p, tau), S.population_diversity(K, p)
     interaction = sp.Add(*[p[a] * S.gp(m[a]) * K[a, tau] for a in range(N)])
     psi = F + sp.Add(*[p[a] * S.gp(m[a]) * m[a] for a in range(N)])
     return derived, S.g(m_tau) + interaction - psi, derived - S.g(m_tau) - interaction, K, tau, p
 
 
-@timed
 def check_symbolic(sizes: tuple[int, ...] = (1, 2, 3, 4)) -> CheckRecord:
     """Differentiate F((1-eps)P + eps delta_tau) for symbolic weights and kernel, generic g: the printed I.
 
@@ -102,20 +95,16 @@ def check_symbolic(sizes: tuple[int, ...] = (1, 2, 3, 4)) -> CheckRecord:
                 bad.append((N, outside, "formula"))
             if outside and {K[a, tau] for a in range(N)} & S.canonical(S.named_derivatives(psi_part)).free_symbols:
                 bad.append((N, outside, "Psi depends on tau"))
-    return error_record(
+    return count_record(
         RESULT,
         f"d/deps F(P_eps) = printed I, tau in/out of support, N={list(sizes)} atoms",
         "symbolic",
         cases,
-        [float(len(bad))],
-        0,
-        metric="non-identities",
-        detail=f"failed: {bad}" if bad else "",
+        bad,
         scope=sizes_scope(sizes, "N") + " atoms",
     )
 
 
-@timed
 def check_symbolic_split(sizes: tuple[int, ...] = (1, 2, 3)) -> CheckRecord:
     """Exact split (all eps), m_{P_eps} = m_P + eps d_tau, m_{P_eps}(tau) = m + eps(1-m), and E_{tau~P} I = 0."""
     cases, bad = 0, []
@@ -124,11 +113,10 @@ def check_symbolic_split(sizes: tuple[int, ...] = (1, 2, 3)) -> CheckRecord:
         p = S.weights(N)
         K = S.kernel_matrix(N + 1)
         tau = N
-        w = [(1 - eps) * pa for pa in p] + [eps]
-        mass_eps = [sp.Add(*[w[b] * K[a, b] for b in range(N + 1)]) for a in range(N + 1)]
+        w = S.mixture(p, eps)
+        mass_eps = [S.population_mass(K, w, a) for a in range(N + 1)]
         m = [S.population_mass(K, p, a) for a in range(N + 1)]  # m[tau] = m_P(tau): p has N entries
-        F = sp.Add(*[p[a] * S.g(m[a]) for a in range(N)])
-        F_eps = sp.Add(*[w[a] * S.g(mass_eps[a]) for a in range(N + 1)])
+        F, F_eps = S.population_diversity(K, p), S.population_diversity(K, w)
         d = [K[a, tau] - m[a] for a in range(N)]
         split = eps * (S.g(mass_eps[tau]) - F) + (1 - eps) * sp.Add(
             *[p[a] * (S.g(m[a] + eps * d[a]) - S.g(m[a])) for a in range(N)]
@@ -143,27 +131,22 @@ def check_symbolic_split(sizes: tuple[int, ...] = (1, 2, 3)) -> CheckRecord:
         # E_{tau ~ P} I(tau; P) = 0 once the weights sum to 1.
         Ks = S.kernel_matrix(N)
         ms = [S.population_mass(Ks, p, a) for a in range(N)]
-        Fs = sp.Add(*[p[a] * S.g(ms[a]) for a in range(N)])
-        psi = Fs + sp.Add(*[p[a] * S.gp(ms[a]) * ms[a] for a in range(N)])
+        psi = S.population_diversity(Ks, p) + sp.Add(*[p[a] * S.gp(ms[a]) * ms[a] for a in range(N)])
         mean_I = sp.Add(
             *[p[t] * (S.g(ms[t]) + sp.Add(*[p[a] * S.gp(ms[a]) * Ks[a, t] for a in range(N)]) - psi) for t in range(N)]
         )
         if S.canonical(mean_I.subs(p[-1], 1 - sp.Add(*p[:-1]))) != 0:
             bad.append((N, "E_P I"))
-    return error_record(
+    return count_record(
         RESULT,
         f"exact split, mass identities and E_P[I] = 0, generic g, N={list(sizes)}",
         "symbolic",
         cases,
-        [float(len(bad))],
-        0,
-        metric="non-identities",
-        detail=f"failed: {bad}" if bad else "",
+        bad,
         scope=sizes_scope(sizes, "N") + " atoms",
     )
 
 
-@timed
 def check_against_core(points: int = 200, seed: int = 20, shapings: tuple = SHAPINGS) -> CheckRecord:
     """The sympy-derived I (concrete g) at random (p, K) equals the core's influence(), N = 3, tau in support."""
     worst, n = 0.0, 0
@@ -175,8 +158,7 @@ def check_against_core(points: int = 200, seed: int = 20, shapings: tuple = SHAP
             eps = sp.Symbol("epsilon", nonnegative=True)
             p = S.weights(N)
             K = S.kernel_matrix(N)
-            w = [(1 - eps) * p[a] + (eps if a == t else 0) for a in range(N)]
-            F_eps = S.population_diversity(K, w, S.SYMPY_SHAPINGS[name])
+            F_eps = S.population_diversity(K, S.mixture(p, eps, t), S.SYMPY_SHAPINGS[name])
             exprs.append(sp.diff(F_eps, eps).subs(eps, 0))
         Kn = random_kernel("uniform", points, N, gen)
         pn = random_weights(points, N, gen)
@@ -189,7 +171,6 @@ def check_against_core(points: int = 200, seed: int = 20, shapings: tuple = SHAP
     )
 
 
-@timed
 def check_numeric(
     total: int = 10_000, seed: int = 21, sizes: tuple[int, ...] = (2, 3, 5, 8), shapings: tuple = SHAPINGS
 ) -> CheckRecord:
@@ -209,7 +190,6 @@ def check_numeric(
     )
 
 
-@timed
 def check_identities(
     total: int = 10_000, seed: int = 22, sizes: tuple[int, ...] = (2, 3, 5, 8), shapings: tuple = SHAPINGS
 ) -> CheckRecord:
@@ -225,21 +205,19 @@ def check_identities(
             lhs = population_diversity(mixture(p, t, eps), K, cell.shaping) - inf.F
             worst_split = max(worst_split, float((lhs - exact_split(p, K, cell.shaping, t, eps)).abs().max()))
         n += cell.batch
-    ok = max(worst_mean, worst_split) <= TOL and largest_inter <= TOL
-    return CheckRecord(
+    return record(
         RESULT,
         "E_P[I] = 0, interaction <= 0, exact split at random eps",
         "numeric",
         n,
         "max abs error",
         max(worst_mean, worst_split),
-        Verdict.PASS if ok else Verdict.FAIL,
-        detail=f"|E_P I| <= {worst_mean:.1e}, split error {worst_split:.1e}, "
+        max(worst_mean, worst_split) <= TOL and largest_inter <= TOL,
+        f"|E_P I| <= {worst_mean:.1e}, split error {worst_split:.1e}, "
         f"max interaction {largest_inter:.2e} (must be <= 0)",
     )
 
 
-@timed
 def check_increasing_g(total: int = 1_000, seed: int = 23) -> CheckRecord:
     """g increasing: the formula still holds, but the 'interaction penalty' becomes a bonus (> 0)."""
     largest, worst, n = -float("inf"), 0.0, 0
@@ -260,7 +238,6 @@ def check_increasing_g(total: int = 1_000, seed: int = 23) -> CheckRecord:
     )
 
 
-@timed
 def check_kernel_range(total: int = 2_000, seed: int = 24) -> CheckRecord:
     """Dropping k in [0,1] and k(tau,tau) = 1: the formula for I is unaffected; m_{P_eps}(tau) = m + eps(1-m) is not."""
     worst, worst_tau, n = 0.0, 0.0, 0

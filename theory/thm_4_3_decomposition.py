@@ -17,9 +17,19 @@ from hypothesis import strategies as st
 from setpo import local_mass, loo_credits, loo_credits_reference
 from theory import general as GN
 from theory import symbolic as S
-from theory.instances import KERNELS, SHAPINGS, drop_entry, generator, kernel_batches, random_kernel, resolve, without
-from theory.records import CheckRecord, Verdict, error_record, sizes_scope, timed
-from theory.strategies import kernels, run_property, shapings
+from theory.instances import (
+    KERNELS,
+    SHAPINGS,
+    drop_entry,
+    generator,
+    kernel_batches,
+    random_kernel,
+    resolve,
+    shaping_names,
+    without,
+)
+from theory.records import CheckRecord, count_record, error_record, sizes_scope
+from theory.strategies import kernels, property_record, shapings
 
 RESULT = "Thm 4.3 = D.2"
 TOL = 1e-12
@@ -70,7 +80,6 @@ def general_decomposition() -> tuple[sp.Expr, sp.Expr, sp.Expr]:
     return group.credit(0), rhs, summand
 
 
-@timed
 def check_general() -> CheckRecord:
     """Definition = decomposition for a symbolic G >= 3, and summand j involves o_i only through k(o_j, o_i)."""
     credit, rhs, summand = general_decomposition()
@@ -86,7 +95,6 @@ def check_general() -> CheckRecord:
     )
 
 
-@timed
 def check_general_vs_expansion(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
     """The general s_i and decomposition at G = sizes equal the explicit G x G expansions (i = 0)."""
     credit, rhs, _ = general_decomposition()
@@ -99,7 +107,6 @@ def check_general_vs_expansion(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRe
     )
 
 
-@timed
 def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
     """Definition of s_i (eq. 5) minus the decomposition is identically 0, symbolic kernel, generic g."""
     cases, bad = 0, []
@@ -109,49 +116,37 @@ def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
             cases += 1
             if not S.is_identity(S.credit(K, i), symbolic_decomposition(K, i)):
                 bad.append((G, i))
-    return error_record(
+    return count_record(
         RESULT,
         f"definition = self + normalisation + interaction, generic g, G={list(sizes)}",
         "symbolic",
         cases,
-        [float(len(bad))],
-        0,
-        metric="non-identities",
-        detail=f"failed (G, i): {bad}" if bad else "",
+        bad,
         scope=sizes_scope(sizes),
     )
 
 
-@timed
 def check_locality(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
     """Each interaction summand j involves only row j of K, and o_i only through k(o_j, o_i)."""
     cases, bad = 0, []
-    for G in sizes:
-        K = S.kernel_matrix(G)
-        everyone = list(range(G))
-        for i in everyone:
-            rest = [j for j in everyone if j != i]
-            for j in rest:
-                cases += 1
-                summand = S.g(S.set_local_mass(K, j, everyone)) - S.g(S.set_local_mass(K, j, rest))
-                allowed = {K[j, z] for z in everyone if z != j}
-                touches_i = {K[i, z] for z in everyone if z != i} & summand.free_symbols
-                if not summand.free_symbols <= allowed or touches_i != {K[j, i]}:
-                    bad.append((G, i, j))
-    return error_record(
+    for G, K, i, j, everyone, rest in S.removals(sizes):
+        cases += 1
+        summand = S.g(S.set_local_mass(K, j, everyone)) - S.g(S.set_local_mass(K, j, rest))
+        allowed = {K[j, z] for z in everyone if z != j}
+        touches_i = {K[i, z] for z in everyone if z != i} & summand.free_symbols
+        if not summand.free_symbols <= allowed or touches_i != {K[j, i]}:
+            bad.append((G, i, j))
+    return count_record(
         RESULT,
         f"interaction summand j depends on o_i only via k(o_j,o_i), G={list(sizes)}",
         "symbolic",
         cases,
-        [float(len(bad))],
-        0,
+        bad,
         metric="violations",
-        detail=f"failed (G, i, j): {bad}" if bad else "",
         scope=sizes_scope(sizes),
     )
 
 
-@timed
 def check_against_core(points: int = 200, seed: int = 3, sizes: tuple[int, ...] = (3, 4, 5)) -> CheckRecord:
     """The sympy credit (definition, concrete g) evaluated at random kernels equals the core's loo_credits."""
     worst, n = 0.0, 0
@@ -174,7 +169,6 @@ def check_against_core(points: int = 200, seed: int = 3, sizes: tuple[int, ...] 
     )
 
 
-@timed
 def check_numeric(
     total: int = 10_000, seed: int = 4, sizes: tuple[int, ...] = (3, 4, 6, 8), shapings: tuple = SHAPINGS
 ) -> CheckRecord:
@@ -189,7 +183,7 @@ def check_numeric(
     return error_record(
         RESULT,
         f"decomposition vs loo_credits and loo_credits_reference, kernels {KERNELS}, "
-        f"g in {[s if isinstance(s, str) else s.name for s in shapings]}, G={list(sizes)}",
+        f"g in {shaping_names(shapings)}, G={list(sizes)}",
         "numeric",
         n,
         [worst_fast, worst_ref],
@@ -198,7 +192,6 @@ def check_numeric(
     )
 
 
-@timed
 def check_property(examples: int = 300) -> CheckRecord:
     """Hypothesis: 1/16-grid kernels (ties, 0/1 entries), G = 3..7, the four registered g."""
 
@@ -207,17 +200,8 @@ def check_property(examples: int = 300) -> CheckRecord:
         err = float((sum(decomposition_terms(K, g)) - loo_credits(K, g)).abs().max())
         assert err <= TOL, f"error {err} for g={g}, K={K.tolist()}"
 
-    n, failure = run_property(st.tuples(kernels(), shapings), prop, examples)
-    return CheckRecord(
-        RESULT,
-        "hypothesis: decomposition vs loo_credits on 1/16-grid kernels",
-        "property",
-        n,
-        "failing examples",
-        float(bool(failure)),
-        Verdict.FAIL if failure else Verdict.PASS,
-        detail=failure,
-    )
+    check = "hypothesis: decomposition vs loo_credits on 1/16-grid kernels"
+    return property_record(RESULT, check, st.tuples(kernels(), shapings), prop, examples)
 
 
 def run(quick: bool = False) -> list[CheckRecord]:

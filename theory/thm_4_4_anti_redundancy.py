@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from setpo import local_mass, loo_credits, loo_credits_reference
 from theory import general as GN
 from theory import symbolic as S
-from theory.instances import DTYPE, KERNELS, SHAPINGS, generator, kernel_batches, random_kernel, resolve
-from theory.records import CheckRecord, Verdict, error_record, search_record, sizes_scope, timed
-from theory.strategies import kernels, run_property, shapings
+from theory.instances import DTYPE, KERNELS, SHAPINGS, generator, kernel_batches, random_kernel, resolve, shaping_names
+from theory.records import CheckRecord, count_record, error_record, record, search_record, sizes_scope
+from theory.strategies import kernels, property_record, shapings
 
 RESULT = "Thm 4.4 = D.3"
 TOL = 1e-12
@@ -38,7 +38,6 @@ def general_derivative() -> tuple[sp.Expr, sp.Expr, sp.Expr]:
     return sp.diff(group.credit(0), k_it), printed, k_it
 
 
-@timed
 def check_general() -> CheckRecord:
     """The derivative of the definition equals the printed formula for a symbolic G >= 3; its sign for g' < 0."""
     derived, printed, _ = general_derivative()
@@ -54,7 +53,6 @@ def check_general() -> CheckRecord:
     )
 
 
-@timed
 def check_general_vs_expansion(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
     """The general derivative and formula at G = sizes equal the explicit ones (i = 0, t = 1)."""
     derived, printed, _ = general_derivative()
@@ -114,7 +112,6 @@ def _offdiag(x: torch.Tensor) -> torch.Tensor:
     return x[..., mask]
 
 
-@timed
 def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
     """Differentiate the definition of s_i (generic g, symbolic kernel) by k_it: equals the printed formula."""
     cases, bad = 0, []
@@ -132,20 +129,16 @@ def check_symbolic(sizes: tuple[int, ...] = (3, 4, 5, 6)) -> CheckRecord:
                 printed = (S.gp(m[i]) + S.gp(m[t])) / (G * (G - 1))
                 if not S.is_identity(derived, printed):
                     bad.append((G, i, t))
-    return error_record(
+    return count_record(
         RESULT,
         f"d s_i/d k_it of the definition = (g'(m_i)+g'(m_t))/(G(G-1)), G={list(sizes)}",
         "symbolic",
         cases,
-        [float(len(bad))],
-        0,
-        metric="non-identities",
-        detail=f"failed (G, i, t): {bad}" if bad else "",
+        bad,
         scope=sizes_scope(sizes),
     )
 
 
-@timed
 def check_numeric(
     total: int = 10_000, seed: int = 5, sizes: tuple[int, ...] = (3, 4, 6, 8), shapings: tuple = SHAPINGS
 ) -> CheckRecord:
@@ -167,7 +160,6 @@ def check_numeric(
     )
 
 
-@timed
 def check_finite_difference(total: int = 1_000, seed: int = 6) -> CheckRecord:
     """Printed derivative vs a central difference (h = 1e-5) of the literal Algorithm 1: no autograd involved."""
     worst, n = 0.0, 0
@@ -182,29 +174,23 @@ def check_finite_difference(total: int = 1_000, seed: int = 6) -> CheckRecord:
     )
 
 
-@timed
+def largest_derivative(batches) -> tuple[float, int]:
+    """(largest autograd d s_i/d k_it over every instance and pair, instances) of (cell, K) batches."""
+    largest, n = -float("inf"), 0
+    for cell, K in batches:
+        largest, n = max(largest, float(_offdiag(autograd_derivative(K, cell.shaping)).max())), n + cell.batch
+    return largest, n
+
+
 def check_sign(
     total: int = 10_000, seed: int = 7, sizes: tuple[int, ...] = (3, 4, 6, 8), shapings: tuple = SHAPINGS
 ) -> CheckRecord:
     """Strictness: the largest autograd derivative over all instances and pairs is < 0 for strictly decreasing g."""
-    largest, n = -float("inf"), 0
-    for cell, K in kernel_batches(total, sizes, seed, shapings):
-        largest = max(largest, float(_offdiag(autograd_derivative(K, cell.shaping)).max()))
-        n += cell.batch
-    verdict = Verdict.PASS if largest < 0 else Verdict.FAIL
-    names = [s if isinstance(s, str) else s.name for s in shapings]
-    return CheckRecord(
-        RESULT,
-        f"d s_i/d k_it < 0 for every pair, g in {names}",
-        "numeric",
-        n,
-        "max derivative (must be < 0)",
-        largest,
-        verdict,
-    )
+    largest, n = largest_derivative(kernel_batches(total, sizes, seed, shapings))
+    check = f"d s_i/d k_it < 0 for every pair, g in {shaping_names(shapings)}"
+    return record(RESULT, check, "numeric", n, "max derivative (must be < 0)", largest, largest < 0)
 
 
-@timed
 def check_against_core(points: int = 100, seed: int = 15) -> CheckRecord:
     """The sympy derivative of the definition (concrete g) at random kernels equals autograd through the core."""
     worst, n = 0.0, 0
@@ -222,7 +208,6 @@ def check_against_core(points: int = 100, seed: int = 15) -> CheckRecord:
     )
 
 
-@timed
 def check_property(examples: int = 300) -> CheckRecord:
     """Hypothesis: 1/16-grid kernels, G = 3..7, the four registered g: formula = autograd and < 0, all pairs."""
 
@@ -232,17 +217,8 @@ def check_property(examples: int = 300) -> CheckRecord:
         err = float((auto - pred).abs().max())
         assert err <= TOL and float(auto.max()) < 0, f"error {err}, max {float(auto.max())}, g={g}, K={K.tolist()}"
 
-    n, failure = run_property(st.tuples(kernels(), shapings), prop, examples)
-    return CheckRecord(
-        RESULT,
-        "hypothesis: formula and sign on 1/16-grid kernels",
-        "property",
-        n,
-        "failing examples",
-        float(bool(failure)),
-        Verdict.FAIL if failure else Verdict.PASS,
-        detail=failure,
-    )
+    check = "hypothesis: formula and sign on 1/16-grid kernels"
+    return property_record(RESULT, check, st.tuples(kernels(), shapings), prop, examples)
 
 
 def _explicit(g_name: str, K: torch.Tensor) -> tuple[float, float]:
@@ -255,7 +231,6 @@ def _explicit(g_name: str, K: torch.Tensor) -> tuple[float, float]:
     return auto, float(exact.subs(vals))
 
 
-@timed
 def check_increasing_g() -> CheckRecord:
     """Dropping 'g non-increasing': with g = log(1+x) a more redundant pair earns a larger credit."""
     K = torch.tensor([[1.0, 0.5, 0.5], [0.5, 1.0, 0.5], [0.5, 0.5, 1.0]], dtype=DTYPE)
@@ -272,7 +247,6 @@ def check_increasing_g() -> CheckRecord:
     )
 
 
-@timed
 def check_flat_g() -> CheckRecord:
     """Dropping strictness (Assumption 4.1 only): g flat on [1/2, 1] gives derivative exactly 0, not < 0."""
     K = torch.tensor([[1.0, 0.7, 0.6], [0.7, 1.0, 0.8], [0.6, 0.8, 1.0]], dtype=DTYPE)
@@ -289,13 +263,10 @@ def check_flat_g() -> CheckRecord:
     )
 
 
-@timed
 def check_unclamped(total: int = 2_000, seed: int = 8) -> CheckRecord:
     """Dropping k in [0,1] (raw cosine in [-1,1]) with g strictly decreasing on R: the sign cannot flip."""
-    largest, n = -float("inf"), 0
-    for cell, K in kernel_batches(total, (3, 5, 8), seed, shapings=("linear", "exp"), kernels=("cosine",), clamp=False):
-        largest = max(largest, float(_offdiag(autograd_derivative(K, cell.shaping)).max()))
-        n += cell.batch
+    batches = kernel_batches(total, (3, 5, 8), seed, shapings=("linear", "exp"), kernels=("cosine",), clamp=False)
+    largest, n = largest_derivative(batches)
     return search_record(
         RESULT,
         "raw cosine kernel in [-1,1], g in [linear, exp] (decreasing on R)",
@@ -310,11 +281,12 @@ def check_unclamped(total: int = 2_000, seed: int = 8) -> CheckRecord:
 
 def run(quick: bool = False) -> list[CheckRecord]:
     """All checks of Thm 4.4."""
+    sizes = (3, 4) if quick else (3, 4, 5, 6)
     total = 1_000 if quick else 10_000
     return [
         check_general(),
-        check_symbolic((3, 4) if quick else (3, 4, 5, 6)),
-        check_general_vs_expansion((3, 4) if quick else (3, 4, 5, 6)),
+        check_symbolic(sizes),
+        check_general_vs_expansion(sizes),
         check_numeric(total),
         check_finite_difference(200 if quick else 1_000),
         check_sign(total),

@@ -10,15 +10,15 @@ m_P(tau1) < m_P(tau2) it fails whenever -phi' is not constant (explicit instance
 
 from __future__ import annotations
 
-import functools
+from typing import NamedTuple
 
 import sympy as sp
 import torch
 
 from theory import symbolic as S
-from theory.instances import DTYPE, EXTRA, KERNELS, SHAPINGS, population_batches
+from theory.instances import DTYPE, EXTRA, KERNELS, SHAPINGS, population_batches, shaping_names
 from theory.proxy import curvature_constant, remainder
-from theory.records import CheckRecord, Verdict, error_record, search_record, slack_record, timed
+from theory.records import CheckRecord, count_record, search_record, slack_record, tightness_record
 
 RESULT = "Thm C.5 (3.5)"
 NO_GENERAL_PROOF = (
@@ -36,9 +36,19 @@ def pair_terms(p: torch.Tensor, K: torch.Tensor, g):
     return m1.expand_as(gap), m2.expand_as(gap), gap, rr, c
 
 
-@functools.lru_cache(maxsize=4)
-def _sweep(total: int, seed: int, sizes: tuple[int, ...], shapings: tuple):
-    """(instances, min slack, qualifying pairs, violations of the conclusion, gap/bound ratios)."""
+class Sweep(NamedTuple):
+    """Every ordered pair of points of seeded random P, shared by the inequality, conclusion and tightness checks."""
+
+    instances: int
+    slack: torch.Tensor  # per cell: min of bound - gap over admissible pairs
+    qualifying: int  # pairs meeting the sufficient condition
+    wrong: int  # of those, pairs where the denser point scored >=
+    ratios: torch.Tensor  # true advantage / certified advantage on the qualifying pairs
+    shapings: tuple
+
+
+def sweep(total: int, seed: int = 50, sizes: tuple[int, ...] = (2, 3, 5, 8), shapings: tuple = SHAPINGS) -> Sweep:
+    """The inequality, the conclusion and its tightness over every ordered pair of a population sweep."""
     slack, ratios, n, qualifying, wrong = [], [], 0, 0, 0
     for cell, K, p in population_batches(total, sizes, seed, shapings=shapings):
         m1, m2, gap, rr, c = pair_terms(p, K, cell.shaping)
@@ -50,10 +60,9 @@ def _sweep(total: int, seed: int, sizes: tuple[int, ...], shapings: tuple):
         wrong += int((sure & (gap >= 0)).sum())
         ratios.append((-gap[sure]) / (c * (m1 - m2) - rr)[sure])
         n += cell.batch
-    return n, torch.stack(slack), qualifying, wrong, torch.cat(ratios)
+    return Sweep(n, torch.stack(slack), qualifying, wrong, torch.cat(ratios), shapings)
 
 
-@timed
 def check_symbolic() -> CheckRecord:
     """phi' = 2g' + m g'' (generic g), so the curvature condition is phi' < 0; exact c_a for the registered g:
     -phi' is non-increasing on [0,1], hence c_a = -phi'(1) for every a; the grid constant matches it."""
@@ -72,62 +81,41 @@ def check_symbolic() -> CheckRecord:
         grid = float(curvature_constant(name, torch.tensor([0.0, 0.5], dtype=DTYPE)).min())
         if rising != sp.EmptySet or not c > 0 or abs(grid - float(c)) > 1e-12:
             bad.append(name)
-    return error_record(
+    return count_record(
         RESULT,
         "phi' = 2g' + m g''; c_a = -phi'(1) for the registered g",
         "symbolic",
         cases,
-        [float(len(bad))],
-        0,
+        bad,
         metric="failures",
-        detail=f"failed: {bad}" if bad else "c_a: " + ", ".join(f"{k} {v}" for k, v in values.items()),
+        detail="c_a: " + ", ".join(f"{k} {v}" for k, v in values.items()),
         scope="size-free",
     )
 
 
-@timed
-def check_numeric(
-    total: int = 10_000, seed: int = 50, sizes: tuple[int, ...] = (2, 3, 5, 8), shapings: tuple = SHAPINGS
-) -> CheckRecord:
+def check_numeric(swept: Sweep) -> CheckRecord:
     """The inequality for every ordered pair with m_P(tau1) >= m_P(tau2) > 0, a = m_P(tau2), r from the core."""
-    n, slack, *_ = _sweep(total, seed, sizes, tuple(shapings))
-    names = [s if isinstance(s, str) else s.name for s in shapings]
-    return slack_record(
-        RESULT, f"inequality for m1 >= m2 in [a,1], kernels {KERNELS}, g in {names}", "numeric", n, slack, 1e-12
-    )
+    check = f"inequality for m1 >= m2 in [a,1], kernels {KERNELS}, g in {shaping_names(swept.shapings)}"
+    return slack_record(RESULT, check, "numeric", swept.instances, swept.slack, 1e-12)
 
 
-@timed
-def check_conclusion(total: int = 10_000, seed: int = 50, sizes: tuple[int, ...] = (2, 3, 5, 8)) -> CheckRecord:
+def check_conclusion(swept: Sweep) -> CheckRecord:
     """Whenever m1 - m2 > (|r1| + |r2|)/c_a, the rarer point scores strictly higher (counted over all pairs)."""
-    n, _, qualifying, wrong, _ = _sweep(total, seed, sizes, SHAPINGS)
-    return CheckRecord(
+    return count_record(
         RESULT,
         "rarer scores higher when m1 - m2 > (|r1|+|r2|)/c_a",
         "numeric",
-        n,
+        swept.instances,
+        swept.wrong,
         "pairs where the denser scored >=",
-        float(wrong),
-        Verdict.PASS if wrong == 0 else Verdict.FAIL,
-        detail=f"{qualifying} pairs met the condition",
+        f"{swept.qualifying} pairs met the condition",
     )
 
 
-@timed
-def check_tightness(total: int = 10_000, seed: int = 50, sizes: tuple[int, ...] = (2, 3, 5, 8)) -> CheckRecord:
+def check_tightness(swept: Sweep) -> CheckRecord:
     """Ratio of the true advantage I~2 - I~1 to the certified one c_a(m1 - m2) - |r1| - |r2| (>= 1; 1 = tight)."""
-    n, _, _, _, ratios = _sweep(total, seed, sizes, SHAPINGS)
-    q = torch.quantile(ratios, torch.tensor([0.5, 0.9], dtype=DTYPE))
-    return CheckRecord(
-        RESULT,
-        "tightness: true advantage / certified advantage",
-        "tightness",
-        n,
-        "min ratio",
-        float(ratios.min()),
-        Verdict.INFO,
-        detail=f"median {float(q[0]):.2f}, 90th percentile {float(q[1]):.2f} over {ratios.numel()} pairs",
-    )
+    check = "tightness: true advantage / certified advantage"
+    return tightness_record(RESULT, check, swept.instances, swept.ratios, "pairs", least=True, digits=2)
 
 
 def _isolated(weights: list[float]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -136,7 +124,6 @@ def _isolated(weights: list[float]) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.tensor(weights, dtype=DTYPE), torch.eye(n, dtype=DTYPE)
 
 
-@timed
 def check_printed_order() -> CheckRecord:
     """As printed (no order on m1, m2): P = 0.3 delta_a + 0.7 delta_b, k(a,b) = 0, g = -log(1+x), tau1 = a."""
     p, K = _isolated([0.3, 0.7])
@@ -161,7 +148,6 @@ def check_printed_order() -> CheckRecord:
     )
 
 
-@timed
 def check_curvature_violated() -> CheckRecord:
     """g = exp(-5x) is strictly decreasing but m g'' < -2 g' fails for m > 2/5: a denser point can score higher."""
     p, K = _isolated([0.45, 0.55])
@@ -182,12 +168,12 @@ def check_curvature_violated() -> CheckRecord:
 
 def run(quick: bool = False) -> list[CheckRecord]:
     """All checks of Thm C.5."""
-    total = 1_000 if quick else 10_000
+    swept = sweep(1_000 if quick else 10_000)
     return [
         check_symbolic(),
-        check_numeric(total),
-        check_conclusion(total),
-        check_tightness(total),
+        check_numeric(swept),
+        check_conclusion(swept),
+        check_tightness(swept),
         check_printed_order(),
         check_curvature_violated(),
     ]

@@ -9,16 +9,23 @@ part of the exact split (Thm 4.2), and the rest is (1-eps) E_P[g(m + eps d) - g(
 
 from __future__ import annotations
 
-import functools
+from typing import NamedTuple
 
 import sympy as sp
 import torch
 
 from setpo import population_diversity, population_local_mass
 from theory import symbolic as S
-from theory.instances import DTYPE, KERNELS, SHAPINGS, generator, population_batches, resolve
+from theory.instances import DTYPE, KERNELS, SHAPINGS, generator, population_batches, resolve, shaping_names
 from theory.proxy import max_abs_dg
-from theory.records import CheckRecord, Verdict, error_record, search_record, sizes_scope, slack_record, timed
+from theory.records import (
+    CheckRecord,
+    count_record,
+    search_record,
+    sizes_scope,
+    slack_record,
+    tightness_record,
+)
 from theory.thm_4_2_influence import mixture
 
 RESULT = "Thm C.7"
@@ -49,17 +56,25 @@ def _eps(batch: int, gen: torch.Generator) -> torch.Tensor:
     return e
 
 
-@functools.lru_cache(maxsize=8)
-def _sweep(
+class Sweep(NamedTuple):
+    """The bound on seeded random P, every tau and random eps, shared by the bound and tightness checks."""
+
+    instances: int
+    slack: torch.Tensor  # per cell and tau: min of E - |dF - Mterm|
+    ratios: torch.Tensor  # |dF - Mterm| / E where E > 0
+    shapings: tuple
+
+
+def sweep(
     total: int,
-    seed: int,
-    sizes: tuple[int, ...],
-    shapings: tuple,
+    seed: int = 70,
+    sizes: tuple[int, ...] = (2, 3, 5, 8),
+    shapings: tuple = SHAPINGS,
     kernels: tuple = KERNELS,
     clamp: bool = True,
     diagonal: float = 1.0,
-):
-    """(instances, min slack E - |dF - Mterm|, ratios |dF - Mterm| / E where E > 0)."""
+) -> Sweep:
+    """Slack E - |dF - Mterm| and ratio |dF - Mterm| / E at every tau of a population sweep, eps from `_eps`."""
     slack, ratios, n = [], [], 0
     gen = generator(seed + 1000)
     for cell, K, p in population_batches(total, sizes, seed, shapings=shapings, kernels=kernels, clamp=clamp):
@@ -72,10 +87,15 @@ def _sweep(
             slack.append((E - gap).min())
             ratios.append(gap[E > 1e-12] / E[E > 1e-12])
         n += cell.batch
-    return n, torch.stack(slack), torch.cat(ratios)
+    return Sweep(n, torch.stack(slack), torch.cat(ratios), shapings)
 
 
-@timed
+def slack_search(check: str, swept: Sweep, detail: str, expect_found: bool | None) -> CheckRecord:
+    """A search with an assumption dropped: found when the bound fails (slack < -1e-12) at some instance."""
+    worst = float(swept.slack.min())
+    return search_record(RESULT, check, swept.instances, worst < -1e-12, worst, detail, expect_found, "min slack")
+
+
 def check_symbolic(sizes: tuple[int, ...] = (1, 2, 3)) -> CheckRecord:
     """F(P_eps) - F(P) - Mterm = (1-eps) E_P[g(m + eps d) - g(m)] (generic g); for linear g the rest is exactly
     -(1-eps) eps (m_tau - kappa), so |rest| / E = (1-eps)|m_tau - kappa| / (m_tau + kappa) <= 1 there."""
@@ -85,9 +105,7 @@ def check_symbolic(sizes: tuple[int, ...] = (1, 2, 3)) -> CheckRecord:
         p = S.weights(N)
         K = S.kernel_matrix(N + 1)
         tau = N
-        w = [(1 - eps) * pa for pa in p] + [eps]
-        F = sp.Add(*[p[a] * S.g(S.population_mass(K, p, a)) for a in range(N)])
-        F_eps = sp.Add(*[w[a] * S.g(sp.Add(*[w[b] * K[a, b] for b in range(N + 1)])) for a in range(N + 1)])
+        F, F_eps = S.population_diversity(K, p), S.population_diversity(K, S.mixture(p, eps))
         m = [S.population_mass(K, p, a) for a in range(N + 1)]
         main = eps * (S.g((1 - eps) * m[tau] + eps) - F)
         rest = (1 - eps) * sp.Add(*[p[a] * (S.g(m[a] + eps * (K[a, tau] - m[a])) - S.g(m[a])) for a in range(N)])
@@ -98,88 +116,55 @@ def check_symbolic(sizes: tuple[int, ...] = (1, 2, 3)) -> CheckRecord:
         linear_rest = S.concrete(F_eps - F - main, S.SYMPY_SHAPINGS["linear"])
         if sp.expand((linear_rest + (1 - eps) * eps * (m[tau] - kappa)).subs(p[-1], 1 - sp.Add(*p[:-1]))) != 0:
             bad.append((N, "linear"))
-    return error_record(
+    return count_record(
         RESULT,
         f"remainder after Mterm (generic g) and its exact form for linear g, N={list(sizes)}",
         "symbolic",
         cases,
-        [float(len(bad))],
-        0,
-        metric="non-identities",
-        detail=f"failed: {bad}" if bad else "",
+        bad,
         scope=sizes_scope(sizes, "N") + " atoms",
     )
 
 
-@timed
-def check_numeric(
-    total: int = 10_000, seed: int = 70, sizes: tuple[int, ...] = (2, 3, 5, 8), shapings: tuple = SHAPINGS
-) -> CheckRecord:
+def check_numeric(swept: Sweep) -> CheckRecord:
     """Mterm - E <= F(P_eps) - F(P) <= Mterm + E for every tau (support and outside), eps in [0,1] incl. 0 and 1."""
-    n, slack, _ = _sweep(total, seed, sizes, tuple(shapings))
-    names = [s if isinstance(s, str) else s.name for s in shapings]
-    return slack_record(RESULT, f"two-sided bound, kernels {KERNELS}, g in {names}", "numeric", n, slack, 1e-12)
+    check = f"two-sided bound, kernels {KERNELS}, g in {shaping_names(swept.shapings)}"
+    return slack_record(RESULT, check, "numeric", swept.instances, swept.slack, 1e-12)
 
 
-@timed
-def check_tightness(total: int = 10_000, seed: int = 70, sizes: tuple[int, ...] = (2, 3, 5, 8)) -> CheckRecord:
+def check_tightness(swept: Sweep) -> CheckRecord:
     """|F(P_eps) - F(P) - Mterm| / E over the same instances (<= 1; 1 = tight)."""
-    n, _, ratios = _sweep(total, seed, sizes, SHAPINGS)
-    q = torch.quantile(ratios, torch.tensor([0.5, 0.9], dtype=DTYPE))
-    return CheckRecord(
-        RESULT,
-        "tightness |dF - Mterm| / E",
-        "tightness",
-        n,
-        "max ratio",
-        float(ratios.max()),
-        Verdict.INFO,
-        detail=f"median {float(q[0]):.3f}, 90th percentile {float(q[1]):.3f} over {ratios.numel()} (tau, eps) pairs",
-    )
+    return tightness_record(RESULT, "tightness |dF - Mterm| / E", swept.instances, swept.ratios, "(tau, eps) pairs")
 
 
-@timed
 def check_negative_kernel(total: int = 2_000, seed: int = 71) -> CheckRecord:
     """Dropping k >= 0: raw cosine in [-1,1], linear g (M = 1 on all of R)."""
-    n, slack, _ = _sweep(total, seed, (2, 3, 5), ("linear",), kernels=("cosine",), clamp=False)
-    worst = float(slack.min())
-    return search_record(
-        RESULT,
+    return slack_search(
         "raw cosine in [-1,1], g linear",
-        n,
-        worst < -1e-12,
-        worst,
+        sweep(total, seed, (2, 3, 5), ("linear",), kernels=("cosine",), clamp=False),
         "|d| <= k + m fails once k(y, tau) < 0 (for linear g the rest is -(1-eps) eps (m_tau - kappa), "
         "which exceeds eps (m_tau + kappa) when m_tau < 0)",
         expect_found=True,
-        metric="min slack",
     )
 
 
-@timed
 def check_diagonal(total: int = 2_000, seed: int = 72) -> CheckRecord:
     """Dropping k(tau, tau) = 1 (diagonal 0.5): Mterm assumes m_{P_eps}(tau) = (1-eps) m + eps."""
-    n, slack, _ = _sweep(total, seed, (2, 3, 5), ("neglog1p", "linear"), kernels=("cosine", "uniform"), diagonal=0.5)
-    worst = float(slack.min())
-    return search_record(
-        RESULT,
+    return slack_search(
         "kernel diagonal 0.5 instead of 1",
-        n,
-        worst < -1e-12,
-        worst,
+        sweep(total, seed, (2, 3, 5), ("neglog1p", "linear"), kernels=("cosine", "uniform"), diagonal=0.5),
         "the main term then misplaces the injected point's own mass",
         expect_found=None,
-        metric="min slack",
     )
 
 
 def run(quick: bool = False) -> list[CheckRecord]:
     """All checks of Thm C.7."""
-    total = 1_000 if quick else 10_000
+    swept = sweep(1_000 if quick else 10_000)
     return [
         check_symbolic((1, 2) if quick else (1, 2, 3)),
-        check_numeric(total),
-        check_tightness(total),
+        check_numeric(swept),
+        check_tightness(swept),
         check_negative_kernel(500 if quick else 2_000),
         check_diagonal(500 if quick else 2_000),
     ]
