@@ -12,20 +12,17 @@ import pytest
 import torch
 from bench_paths import BENCH, needs_bench  # noqa: E402
 
-from setpo.metrics.countdown_diversity import (
-    average_mode,
-    distinct_correct,
-    diversity_width,
-    table3_metrics,
-)
 from setpo.tasks.countdown import (
     AnswerEmbedder,
     CountdownProblem,
     all_expressions,
     answer_completion,
+    average_mode,
     biased_solution_weights,
     canonical,
     countdown_reward,
+    distinct_correct,
+    diversity_width,
     evaluate_expression,
     extract_answer,
     generate_problems,
@@ -33,11 +30,13 @@ from setpo.tasks.countdown import (
     load_problems,
     make_prompt,
     parse_expression,
+    problem_of,
     reachable_targets,
     render,
     score_answer,
     sft_examples,
     solve,
+    table3_metrics,
     trl_countdown_reward,
 )
 
@@ -319,6 +318,21 @@ def test_trl_reward_function():
     assert out == [1.0, 0.1, 0.0]
     with pytest.raises(ValueError, match="lengths differ"):
         trl_countdown_reward(completions=["a"], target=[1, 2], nums=[[1]])
+
+
+def test_problem_of_reads_every_ground_truth_form_verl_and_the_harness_pass():
+    import types
+
+    import numpy as np
+
+    want = CountdownProblem(22, (3, 5, 7))
+    assert problem_of({"target": 22, "numbers": [3, 5, 7]}) == want
+    assert problem_of({"target": np.int64(22), "numbers": np.array([3, 5, 7])}) == want  # read back from parquet
+    assert problem_of(types.MappingProxyType({"target": 22, "numbers": (3, 5, 7)})) == want  # any mapping
+    with pytest.raises(ValueError, match="'target', 'numbers'"):
+        problem_of({"target": 22})
+    with pytest.raises(ValueError, match="'target', 'numbers'"):
+        problem_of(22)
 
 
 # --------------------------------------------------------------------------- parser

@@ -10,10 +10,8 @@ import pytest
 from bench_paths import BENCH, needs_bench
 
 from setpo.data import (
-    MATH_INSTRUCTION,
     SPECS,
     DatasetUnavailableError,
-    countdown_prompt,
     get_spec,
     prepare_datasets,
     prepare_split,
@@ -21,9 +19,10 @@ from setpo.data import (
     source_table,
 )
 from setpo.data.prepare import main as prepare_main
-from setpo.data.prompts import MATH_SYSTEM
 from setpo.data.records import EXTRA_INFO_FIELDS
-from setpo.eval.extract import extract_boxed
+from setpo.tasks.countdown import countdown_prompt
+from setpo.tasks.math.extract import extract_boxed
+from setpo.tasks.math.prompts import MATH_INSTRUCTION, MATH_SYSTEM
 
 
 def _jsonl(path: Path, rows: list[dict]) -> None:

@@ -9,11 +9,12 @@ import re
 import pytest
 from bench_paths import BENCH, needs_bench
 
-from setpo.data import MATH_INSTRUCTION, prepare_datasets, prepare_split, read_prepared
-from setpo.eval import HFGenerator, MathVerifier, SamplingConfig, render_prompt
-from setpo.eval.extract import extract_boxed, normalize_answer
+from setpo.data import prepare_datasets, prepare_split, read_prepared
+from setpo.eval import HFGenerator, SamplingConfig, render_prompt
 from setpo.eval.generate import stop_token_ids
-from setpo.eval.verify import extracted_answer
+from setpo.tasks.math.extract import extract_boxed, normalize_answer
+from setpo.tasks.math.prompts import MATH_INSTRUCTION
+from setpo.tasks.math.verify import MathVerifier, extracted_answer
 
 verifier = MathVerifier()
 

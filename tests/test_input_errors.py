@@ -119,7 +119,7 @@ def test_non_tensor_kernel_refused_by_the_small_group_policy_and_population_func
 
 def test_bare_strings_are_refused_by_every_text_metric():
     from setpo import metrics
-    from setpo.metrics import countdown_diversity
+    from setpo.tasks.countdown import diversity as countdown_diversity
 
     calls = {
         "self_bleu": lambda: metrics.self_bleu("abc"),

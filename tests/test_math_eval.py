@@ -13,14 +13,8 @@ from setpo.data import prepare_datasets, read_prepared
 from setpo.eval import (
     REPORTED,
     HFGenerator,
-    MathVerifier,
     SamplingConfig,
-    compute_score,
     evaluate_benchmark,
-    extract_boxed,
-    extract_boxed_all,
-    extract_gsm8k_answer,
-    extract_tagged_answer,
     ks_for,
     make_generator,
     math_accuracy_reward,
@@ -30,9 +24,17 @@ from setpo.eval import (
     pass_at_k_table,
     render_prompt,
     summarize,
-    verify_many,
 )
 from setpo.eval.generate import vllm_available
+from setpo.tasks.countdown import extract_tagged_answer
+from setpo.tasks.math import (
+    MathVerifier,
+    compute_score,
+    extract_boxed,
+    extract_boxed_all,
+    extract_gsm8k_answer,
+    verify_many,
+)
 
 verifier = MathVerifier()
 

@@ -2,23 +2,19 @@
 
 from setpo.data.build import prepare_datasets, prepare_split, read_prepared
 from setpo.data.load import DatasetUnavailableError, load_split
-from setpo.data.prompts import MATH_INSTRUCTION, countdown_prompt, math_prompt
 from setpo.data.records import answers_of, build_record
 from setpo.data.sources import EVAL_BENCHMARKS, SPECS, DatasetSpec, HubSource, get_spec, source_table
 
 __all__ = [
     "EVAL_BENCHMARKS",
-    "MATH_INSTRUCTION",
     "SPECS",
     "DatasetSpec",
     "DatasetUnavailableError",
     "HubSource",
     "answers_of",
     "build_record",
-    "countdown_prompt",
     "get_spec",
     "load_split",
-    "math_prompt",
     "prepare_datasets",
     "prepare_split",
     "read_prepared",

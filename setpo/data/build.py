@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from setpo.data.load import DatasetUnavailableError, load_split, read_table
+from setpo.data.load import DatasetUnavailableError, load_split
 from setpo.data.records import EXTRA_INFO_FIELDS, META_FIELDS, build_record
 from setpo.data.sources import SPECS, get_spec
+from setpo.files import read_table
 
 DEFAULT_DATASETS = tuple(SPECS)  # everything the training and evaluation scripts read
 

@@ -2,43 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from setpo.data.sources import DatasetSpec, HubSource
+from setpo.files import read_jsonl, read_table
 
 
 class DatasetUnavailableError(RuntimeError):
     """A split is neither in the local folder nor loadable from the Hub."""
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    rows = []
-    with path.open() as f:
-        for ln, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}:{ln} is not valid JSON ({e.msg})") from None
-    return rows
-
-
-def read_table(path: Path) -> list[dict]:
-    """Rows of a .jsonl, .json (list) or .parquet file."""
-    if path.suffix == ".jsonl":
-        return _read_jsonl(path)
-    if path.suffix == ".json":
-        data = json.loads(path.read_text())
-        if not isinstance(data, list):
-            raise ValueError(f"{path} must hold a JSON list of records")
-        return data
-    if path.suffix == ".parquet":
-        import pandas as pd
-
-        return pd.read_parquet(path).to_dict(orient="records")
-    raise ValueError(f"unsupported file type {path.suffix!r} for {path}; use .jsonl, .json or .parquet")
 
 
 def local_path(local_dir: str | Path, spec: DatasetSpec, split: str) -> Path | None:
@@ -57,7 +29,7 @@ def _norm_ws(text: str) -> str:
 
 def _attach_minerva_answers(rows: list[dict], answers_file: Path) -> None:
     """Minerva's local answers live in a side file keyed by problem text; attach them as row["answer"]."""
-    by_problem = {_norm_ws(r["problem"]): r["answer"] for r in _read_jsonl(answers_file)}
+    by_problem = {_norm_ws(r["problem"]): r["answer"] for r in read_jsonl(answers_file)}
     for r in rows:
         ans = by_problem.get(_norm_ws(r.get("problem", "")))
         if ans is not None and "answer" not in r:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from setpo.data.prompts import countdown_prompt, math_messages
 from setpo.data.sources import SPECS, DatasetSpec
-from setpo.eval.extract import extract_boxed, extract_gsm8k_answer
+from setpo.tasks.countdown.prompts import countdown_prompt
+from setpo.tasks.math.extract import extract_boxed, extract_gsm8k_answer
+from setpo.tasks.math.prompts import math_messages
 
 #: Dataset-specific metadata fields, one union for every dataset (strings; None where a dataset lacks one).
 META_FIELDS: tuple[str, ...] = tuple(sorted({f for s in SPECS.values() for f in s.extra_fields}))
@@ -70,7 +71,7 @@ def _minerva_answers(row: dict, spec: DatasetSpec) -> list[str]:
         raise ValueError(f"{spec.key}: solution has no \\boxed{{}} answer: {str(row['solution'])[-120:]!r}")
     golds = [MINERVA_SPELLINGS[boxed], boxed] if boxed in MINERVA_SPELLINGS else [boxed]
     if row.get("answer") is not None:
-        from setpo.eval.verify import MathVerifier  # math-verify is needed only for this cross-check
+        from setpo.tasks.math.verify import MathVerifier  # math-verify is needed only for this cross-check
 
         same = MathVerifier()
         for a in (_answer_str(v) for v in _as_list(row["answer"])):

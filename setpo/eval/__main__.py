@@ -19,7 +19,7 @@ from setpo.data import EVAL_BENCHMARKS, DatasetUnavailableError, prepare_split, 
 from setpo.eval.generate import SamplingConfig, config_dict, make_generator
 from setpo.eval.harness import evaluate_benchmark, math_checker, model_fingerprint, rows_digest
 from setpo.eval.tables import REPORTED, pass1_table, pass_at_k_table
-from setpo.eval.verify import SCORING_RULE, MathVerifier, extracted_answer
+from setpo.tasks.math.verify import SCORING_RULE, MathVerifier, extracted_answer
 
 #: The paper's samples per problem where they differ from --n (Sec. 5: College Math Avg@16).
 PAPER_N = {"college_math": 16}

@@ -15,10 +15,10 @@ import json
 from pathlib import Path
 from typing import Callable, Sequence
 
-from setpo.eval.extract import extract_tagged_answer
 from setpo.eval.generate import Generator
 from setpo.eval.metrics import summarize
-from setpo.eval.verify import MathVerifier, extracted_answer, verify_many
+from setpo.tasks.countdown import countdown_checker, countdown_diversity, extract_tagged_answer
+from setpo.tasks.math.verify import MathVerifier, extracted_answer, verify_many
 
 Checker = Callable[[Sequence[str], Sequence[object]], list[bool]]
 
@@ -113,8 +113,6 @@ def evaluate_benchmark(
     if any(countdown) and not all(countdown):
         raise ValueError(f"benchmark {name!r} mixes Countdown and math rows")
     countdown = all(countdown)
-    if countdown:  # imported here: setpo.tasks.countdown itself imports setpo.data and setpo.eval.extract
-        from setpo.eval.countdown import countdown_checker, countdown_diversity
     if checker is None:
         checker = countdown_checker() if countdown else math_checker()
     golds = [r["reward_model"]["ground_truth"] if countdown else reference_answers(r) for r in rows]

@@ -15,7 +15,9 @@ import numbers
 from collections.abc import Sequence
 
 from setpo.metrics.diversity import check_not_bare_string
-from setpo.tasks.countdown import CanonLevel, CountdownProblem, canonical, extract_answer, score_answer
+from setpo.tasks.countdown.expressions import CanonLevel, canonical
+from setpo.tasks.countdown.problems import CountdownProblem
+from setpo.tasks.countdown.reward import extract_answer, problem_of, score_answer
 
 LEVELS: tuple[CanonLevel, ...] = ("string", "tree", "commutative", "associative")
 
@@ -67,6 +69,52 @@ def table3_metrics(
             "counts": counts,
         }
     return out
+
+
+def countdown_diversity(
+    samples: Sequence[Sequence[str]], ground_truths: Sequence[dict], levels: Sequence[str] = LEVELS
+) -> dict[str, dict[str, float | int | None]]:
+    """Table 3 per canonicalisation level: width (problems with >= 2 distinct correct solutions), its share of
+    the problems, and the average mode (mean distinct correct count over those; None when there are none)."""
+    metrics = table3_metrics(samples, [problem_of(g) for g in ground_truths], levels)
+    return {
+        level: {
+            "width": m["width"],
+            "width_share": m["width_share"],
+            "average_mode": None if math.isnan(m["average_mode"]) else m["average_mode"],
+        }
+        for level, m in metrics.items()
+    }
+
+
+class AnswerEmbedder:
+    """Embedder wrapper: embeds the <answer> content of each completion (the whole text when there is none).
+
+    The tags are the same in every completion; leaving them out lets the kernel compare the expressions.
+    ``level`` (e.g. "commutative") embeds `canonical(answer, level)` instead, so that `a+b` and `b+a` are one
+    solution to the kernel; answers that do not parse are embedded as written.
+    """
+
+    def __init__(self, base, level: CanonLevel | None = None):
+        if not callable(base):
+            raise ValueError(f"base embedder must be callable (texts -> (N, d)), got {type(base).__name__}")
+        if level is not None and level not in ("string", "tree", "commutative", "associative"):
+            raise ValueError(f"unknown canonical level {level!r}; use 'string', 'tree', 'commutative', 'associative'")
+        self.base, self.level = base, level
+
+    def _text(self, completion: str) -> str:
+        answer = extract_answer(completion)
+        if not answer:
+            return completion
+        if self.level is None:
+            return answer
+        try:
+            return canonical(answer, self.level)
+        except ValueError:
+            return answer
+
+    def __call__(self, texts: Sequence[str]):
+        return self.base([self._text(t) for t in texts])
 
 
 def _check_counts(counts: Sequence[int]) -> None:

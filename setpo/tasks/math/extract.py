@@ -85,12 +85,3 @@ def extract_gsm8k_answer(rationale: str) -> str:
     if not answer:
         raise ValueError(f"GSM8K answer is empty after its '####' marker: {rationale[-80:]!r}")
     return answer
-
-
-_TAG_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
-
-
-def extract_tagged_answer(text: str) -> str | None:
-    """The last <answer>...</answer> content (TinyZero Countdown format), or None."""
-    found = _TAG_RE.findall(text)
-    return found[-1].strip() if found else None

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from setpo.eval.extract import extract_boxed, normalize_answer, strip_percent
+from setpo.tasks.math.extract import extract_boxed, normalize_answer, strip_percent
 
 #: Names the extraction rule and answer normalisation; stored with every result so a rule change is never resumed.
 SCORING_RULE = "last-box-else-math-verify; normalize_answer v1"
