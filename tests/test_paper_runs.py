@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("trl")
 
-from reproduce.scale.generate import estimates_csv, script_text  # noqa: E402
+from reproduce.scale.__main__ import estimates_csv, script_text  # noqa: E402
 from reproduce.scale.settings import SETTINGS, overrides  # noqa: E402
 from setpo.integrations.trl.presets import PRESETS, get_preset, preset_to_yaml  # noqa: E402
 
@@ -103,7 +103,10 @@ def test_every_verl_setting_keeps_its_overrides_and_script():
 
 
 def test_gpu_hour_estimates_unchanged():
-    assert _h(estimates_csv()) == "77e7cf3fe56be942"
+    """The listing is the former estimates.csv with two leading columns (the run's name and its arm)."""
+    lines = estimates_csv().splitlines(keepends=True)
+    assert lines[0].startswith("run,arm,name,table,")
+    assert _h("".join(line.split(",", 2)[2] for line in lines)) == "77e7cf3fe56be942"
 
 
 # -- the table itself ------------------------------------------------------------------------------------------

@@ -1,10 +1,13 @@
 """The verl adapter's pure pieces (no verl import): uid grouping, credits per group, token broadcast, config,
-decoding, the reward function, and the generated full-scale launch scripts."""
+decoding, the reward function, and the full-scale launch scripts rendered by ``python -m reproduce.scale``."""
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,6 +30,8 @@ from setpo.integrations.verl import (
 )
 from setpo.integrations.verl.embedding import decode_responses, embed_texts, embedder_from_config
 from setpo.integrations.verl.reward import compute_score
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_importing_the_package_does_not_import_verl():
@@ -233,18 +238,72 @@ def test_reward_dispatch_countdown_and_math():
 # ----------------------------------------------------------------------------- launch scripts
 
 
-def test_generated_launch_scripts_are_up_to_date_and_parse():
-    from reproduce.scale.generate import SCRIPTS, expected_files
+def test_every_rendered_launch_script_parses():
+    from reproduce.scale.__main__ import script_text
+    from reproduce.scale.settings import SETTINGS
 
-    files = expected_files()
-    stale = [p.name for p, text in files.items() if not p.exists() or p.read_text() != text]
-    assert not stale, f"run python -m reproduce.scale.generate; stale: {stale}"
-    extra = sorted(set(SCRIPTS.glob("*.sh")) - set(files))
-    assert not extra, f"scripts not in the settings table: {extra}"
-    for path in files:
-        if path.suffix == ".sh":
-            out = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
-            assert out.returncode == 0, f"{path.name}: {out.stderr}"
+    for s in SETTINGS.values():
+        out = subprocess.run(["bash", "-n"], input=script_text(s), capture_output=True, text=True)
+        assert out.returncode == 0, f"{s.name}: {out.stderr}"
+
+
+def _scale(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "reproduce.scale", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env=env)  # fmt: skip
+
+
+def test_the_cli_prints_a_script_and_lists_every_run():
+    from reproduce.scale.__main__ import script_text
+    from reproduce.scale.settings import SETTINGS
+
+    out = _scale("table5_gspo_7b", "--baseline", "--print")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == script_text(SETTINGS["table5_gspo_math7b"])
+    assert "-m verl.trainer.main_ppo" in out.stdout and "+setpo.lambda" not in out.stdout
+    assert '"+setpo.lambda=0.1"' in _scale("table5_gspo_7b", "--print").stdout
+    listing = _scale()
+    assert listing.returncode == 0, listing.stderr
+    rows = [line.split(",") for line in listing.stdout.splitlines() if not line.startswith("#")]
+    assert len(rows) == 1 + len(SETTINGS) and rows[0][:3] == ["run", "arm", "name"]
+    assert ["table7_grpo_32b", "setpo", "table7_setpo_grpo_qwen32b"] == rows[14][:3]
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (("table9", "--print"), "unknown paper run 'table9'; available: .*'table4_grpo_1.5b'"),
+        (("gapo_qwen2.5_7b_lora", "--print"), "'gapo_qwen2.5_7b_lora' has no verl launch setting"),
+        (("table4_grpo_1.5b",), "choose one of --print, --run, --trl-yaml or --check"),
+        (("--print",), "NAME is required"),
+        (("table4_grpo_1.5b", "--print", "trainer.logger=[console]"), "only passed on with --run"),
+    ],
+)
+def test_the_cli_names_bad_requests(args, match):
+    out = _scale(*args)
+    assert out.returncode == 2 and re.search(match, out.stderr), out.stderr
+
+
+def test_run_executes_the_script_with_the_python_it_is_given(tmp_path):
+    """--run through a fake interpreter (PYTHON): every seed gets the overrides, paths expanded, extras last."""
+    fake = tmp_path / "fake_python"
+    fake.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$CALLS.$(date +%s%N)"\necho trained\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "PYTHON": str(fake), "DATA_DIR": str(tmp_path / "data"), "OUT_DIR": str(tmp_path / "out")}
+    env |= {"SEEDS": "1 2", "CALLS": str(tmp_path / "call")}
+    out = _scale("table8_countdown_g3", "--run", "trainer.logger=[console,wandb]", env=env)
+    assert out.returncode == 0, out.stderr
+    calls = [p.read_text().splitlines() for p in sorted(tmp_path.glob("call.*"))]
+    assert len(calls) == 2
+    for seed, args in zip((1, 2), calls):
+        assert args[:2] == ["-m", "setpo.integrations.verl"] and args[-1] == "trainer.logger=[console,wandb]"
+        assert f"data.train_files=[{tmp_path}/data/countdown/train.parquet]" in args
+        assert f"trainer.experiment_name=table8_setpo_grpo_countdown_g3_kl0.001_seed{seed}" in args
+        assert "+setpo.lambda=0.5" in args and "data.train_max_samples=86400" in args
+        log = tmp_path / "out" / "table8_setpo_grpo_countdown_g3_kl0.001" / f"seed{seed}" / "train.log"
+        assert log.read_text() == "trained\n"
+    env.pop("DATA_DIR")
+    out = _scale("table8_countdown_g3", "--baseline", "--run", env=env)
+    assert out.returncode != 0 and "--run needs DATA_DIR" in out.stderr
 
 
 def test_settings_cover_every_paper_run_with_its_hyperparameters():

@@ -1,5 +1,5 @@
-"""Dry run of every full-scale launch script: verl's hydra config composed with the script's overrides and
-validated by verl's own checks (plus the SetPO ones), without GPUs and without starting Ray."""
+"""Dry run of every full-scale launch (``python -m reproduce.scale``): verl's hydra config composed with each
+setting's overrides and validated by verl's own checks (plus the SetPO ones), without GPUs and without Ray."""
 
 from __future__ import annotations
 
@@ -40,6 +40,16 @@ def test_every_launch_script_composes_and_validates():
             assert setpo_cfg.lam == pytest.approx(s.lam) and setpo_cfg.embedder == "Qwen/Qwen3-Embedding-0.6B"
         seen_tables.add(s.table)
     assert seen_tables == {4, 5, 6, 7, 8}
+
+
+def test_check_composes_both_arms_of_a_named_run(capsys):
+    from reproduce.scale.__main__ import main
+
+    assert main(["table6_dapo_7b", "--check"]) == 0
+    assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("ok ")] == [
+        "ok table6_dapo_math7b (trainer mode sync)",
+        "ok table6_setpo_dapo_math7b (trainer mode setpo_sync)",
+    ]
 
 
 def test_no_launch_script_sets_a_key_verl_ignores():

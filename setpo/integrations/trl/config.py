@@ -166,7 +166,7 @@ class SetPOConfig(GRPOConfig):
 
     @classmethod
     def from_yaml(cls, path: str | Path, output_dir: str | None = None, **overrides: Any) -> SetPOConfig:
-        """Config from a YAML file of field values (e.g. configs/trl/table4_grpo_1.5b.yaml), then ``overrides``.
+        """Config from a YAML file of field values (``python -m reproduce.scale NAME --trl-yaml``), then ``overrides``.
 
         The file is read as TRL's ``TrlParser --config`` reads it: each value passes through its field's
         command-line type (YAML's ``5e-2`` string becomes the float 0.05), and an ``env`` mapping sets
