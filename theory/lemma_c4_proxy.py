@@ -19,14 +19,7 @@ import torch
 from theory import symbolic as S
 from theory.instances import DTYPE, KERNELS, SHAPINGS, population_batches, resolve, shaping_names
 from theory.proxy import lipschitz_dg, remainder, smoothness_delta
-from theory.records import (
-    CheckRecord,
-    count_record,
-    search_record,
-    sizes_scope,
-    slack_record,
-    tightness_record,
-)
+from theory.records import CheckRecord, count_record, search_record, sizes_scope, slack_record, tightness_record
 
 RESULT = "Lemma C.4 (3.4)"
 NO_GENERAL_PROOF = (
@@ -81,17 +74,11 @@ class Sweep(NamedTuple):
 
 
 def sweep(
-    total: int,
-    seed: int = 40,
-    sizes: tuple[int, ...] = (2, 3, 5, 8),
-    shapings: tuple = SHAPINGS,
-    kernels: tuple = KERNELS,
-    clamp: bool = True,
-    L_override: float | None = None,
+    total: int, seed: int = 40, sizes: tuple[int, ...] = (2, 3, 5, 8), L_override: float | None = None, **batch_options
 ) -> Sweep:
-    """Slack and ratio of |r_tau| against the tightest bound at every tau of a population sweep."""
+    """Slack and ratio of |r_tau| against the tightest bound at every tau of population_batches(**batch_options)."""
     slack, ratios, n, neg, nonneg = [], [], 0, 0, 0
-    for cell, K, p in population_batches(total, sizes, seed, shapings=shapings, kernels=kernels, clamp=clamp):
+    for cell, K, p in population_batches(total, sizes, seed, **batch_options):
         L = lipschitz_dg(cell.shaping) if L_override is None else L_override
         m, _, r = remainder(p, K, cell.shaping)
         bound = tightest_bound(p, K, m, L)
@@ -101,7 +88,7 @@ def sweep(
         bad = bound - r.abs() < -1e-12
         neg, nonneg = neg + int((bad & (m < 0)).sum()), nonneg + int((bad & (m >= 0)).sum())
         n += cell.batch
-    return Sweep(n, torch.stack(slack), torch.cat(ratios), neg, nonneg, shapings)
+    return Sweep(n, torch.stack(slack), torch.cat(ratios), neg, nonneg, batch_options.get("shapings", SHAPINGS))
 
 
 def check_numeric(swept: Sweep) -> CheckRecord:
@@ -119,7 +106,7 @@ def check_tightness(swept: Sweep) -> CheckRecord:
 def check_unclamped(total: int = 2_000, seed: int = 41) -> CheckRecord:
     """Dropping k >= 0 (raw cosine in [-1,1]), g = exp(-x) with L = e (its Lipschitz constant on [-1,1])."""
     L = float(resolve("exp").d2g(torch.tensor(-1.0, dtype=DTYPE)))
-    swept = sweep(total, seed, (2, 3, 5, 8), ("exp",), kernels=("cosine",), clamp=False, L_override=L)
+    swept = sweep(total, seed, (2, 3, 5, 8), L, shapings=("exp",), kernels=("cosine",), clamp=False)
     worst = float(swept.slack.min())
     return search_record(
         RESULT,

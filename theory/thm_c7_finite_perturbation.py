@@ -18,14 +18,7 @@ from setpo import population_diversity, population_local_mass
 from theory import symbolic as S
 from theory.instances import DTYPE, KERNELS, SHAPINGS, generator, population_batches, resolve, shaping_names
 from theory.proxy import max_abs_dg
-from theory.records import (
-    CheckRecord,
-    count_record,
-    search_record,
-    sizes_scope,
-    slack_record,
-    tightness_record,
-)
+from theory.records import CheckRecord, count_record, search_record, sizes_scope, slack_record, tightness_record
 from theory.thm_4_2_influence import mixture
 
 RESULT = "Thm C.7"
@@ -66,18 +59,12 @@ class Sweep(NamedTuple):
 
 
 def sweep(
-    total: int,
-    seed: int = 70,
-    sizes: tuple[int, ...] = (2, 3, 5, 8),
-    shapings: tuple = SHAPINGS,
-    kernels: tuple = KERNELS,
-    clamp: bool = True,
-    diagonal: float = 1.0,
+    total: int, seed: int = 70, sizes: tuple[int, ...] = (2, 3, 5, 8), diagonal: float = 1.0, **batch_options
 ) -> Sweep:
-    """Slack E - |dF - Mterm| and ratio |dF - Mterm| / E at every tau of a population sweep, eps from `_eps`."""
+    """Slack E - |dF - Mterm| and ratio |dF - Mterm| / E at every tau of population_batches(**batch_options)."""
     slack, ratios, n = [], [], 0
     gen = generator(seed + 1000)
-    for cell, K, p in population_batches(total, sizes, seed, shapings=shapings, kernels=kernels, clamp=clamp):
+    for cell, K, p in population_batches(total, sizes, seed, **batch_options):
         if diagonal != 1.0:
             K = K.clone()
             K.diagonal(dim1=-2, dim2=-1).fill_(diagonal)
@@ -87,7 +74,7 @@ def sweep(
             slack.append((E - gap).min())
             ratios.append(gap[E > 1e-12] / E[E > 1e-12])
         n += cell.batch
-    return Sweep(n, torch.stack(slack), torch.cat(ratios), shapings)
+    return Sweep(n, torch.stack(slack), torch.cat(ratios), batch_options.get("shapings", SHAPINGS))
 
 
 def slack_search(check: str, swept: Sweep, detail: str, expect_found: bool | None) -> CheckRecord:
@@ -141,7 +128,7 @@ def check_negative_kernel(total: int = 2_000, seed: int = 71) -> CheckRecord:
     """Dropping k >= 0: raw cosine in [-1,1], linear g (M = 1 on all of R)."""
     return slack_search(
         "raw cosine in [-1,1], g linear",
-        sweep(total, seed, (2, 3, 5), ("linear",), kernels=("cosine",), clamp=False),
+        sweep(total, seed, (2, 3, 5), shapings=("linear",), kernels=("cosine",), clamp=False),
         "|d| <= k + m fails once k(y, tau) < 0 (for linear g the rest is -(1-eps) eps (m_tau - kappa), "
         "which exceeds eps (m_tau + kappa) when m_tau < 0)",
         expect_found=True,
@@ -152,7 +139,7 @@ def check_diagonal(total: int = 2_000, seed: int = 72) -> CheckRecord:
     """Dropping k(tau, tau) = 1 (diagonal 0.5): Mterm assumes m_{P_eps}(tau) = (1-eps) m + eps."""
     return slack_search(
         "kernel diagonal 0.5 instead of 1",
-        sweep(total, seed, (2, 3, 5), ("neglog1p", "linear"), kernels=("cosine", "uniform"), diagonal=0.5),
+        sweep(total, seed, (2, 3, 5), 0.5, shapings=("neglog1p", "linear"), kernels=("cosine", "uniform")),
         "the main term then misplaces the injected point's own mass",
         expect_found=None,
     )
