@@ -247,6 +247,13 @@ def test_every_rendered_launch_script_parses():
         assert out.returncode == 0, f"{s.name}: {out.stderr}"
 
 
+def test_the_docs_show_the_script_as_rendered():
+    from reproduce.scale.__main__ import script_text
+    from reproduce.scale.settings import setting
+
+    assert "```bash\n" + script_text(setting("table4_grpo_1.5b")) + "```" in (ROOT / "docs" / "scale.md").read_text()
+
+
 def _scale(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "reproduce.scale", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=120, env=env)  # fmt: skip
