@@ -6,7 +6,9 @@ Prints, for B groups and each G, measured side by side in one run: the best-of-r
 also one transposed copy of the kernel (what any exact symmetry check K = K^T has to read), their ratios, and
 credits per second. Figures only, no assertions.
 
-    python benchmarks/bench_credits.py [--batch 512] [--groups 6 16 64] [--threads 1] [--json out.json]
+    python benchmarks/bench_credits.py [--batch 512] [--groups 6 16 64] [--threads 1] [--device cuda] [--json out.json]
+
+On CUDA every timed call is followed by a device synchronisation.
 """
 
 from __future__ import annotations
@@ -20,15 +22,19 @@ import torch
 from setpo import cosine_kernel, get_shaping, loo_credits, loo_credits_reference
 
 
-def best_time(fn, min_total: float = 0.5, min_reps: int = 5) -> float:
-    """Fastest wall time of fn() over repeats after two warm-up calls (the least disturbed by other load)."""
+def best_time(fn, min_total: float = 0.5, min_reps: int = 5, sync=None) -> float:
+    """Fastest wall time of fn() over repeats after two warm-up calls (the least disturbed by other load); ``sync``
+    (e.g. ``torch.cuda.synchronize``) is called after each call so queued device work is counted."""
+    sync = sync or (lambda: None)
     fn()
     fn()
+    sync()
     times: list[float] = []
     start = time.perf_counter()
     while len(times) < min_reps or time.perf_counter() - start < min_total:
         t0 = time.perf_counter()
         fn()
+        sync()
         times.append(time.perf_counter() - t0)
     return min(times)
 
@@ -41,15 +47,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     ap.add_argument("--shaping", default="neglog1p")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--json", default=None, help="also write the rows to this JSON file")
     args = ap.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        ap.error(f"--device cuda: torch {torch.__version__} sees no CUDA device")
+    sync = torch.cuda.synchronize if args.device == "cuda" else None
     if args.threads:
         torch.set_num_threads(args.threads)
 
     dtype = getattr(torch, args.dtype)
     g = get_shaping(args.shaping)
     torch.manual_seed(0)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, B={args.batch}, {args.dtype}, g={g.name}")
+    where = torch.cuda.get_device_name(0) if args.device == "cuda" else f"{torch.get_num_threads()} threads"
+    print(f"torch {torch.__version__}, {where}, B={args.batch}, {args.dtype}, g={g.name}")
     header = (
         f"{'G':>4} {'closed form':>12} {'Algorithm 1':>12} {'speed-up':>9} "
         f"{'log1p(BGG)':>11} {'vs log1p':>9} {'K^T copy':>9} {'credits/s':>12}"
@@ -57,14 +68,14 @@ def main(argv: list[str] | None = None) -> int:
     print(header)
     rows = []
     for G in args.groups:
-        K = cosine_kernel(torch.randn(args.batch, G, args.dim, dtype=dtype))
+        K = cosine_kernel(torch.randn(args.batch, G, args.dim, dtype=dtype).to(args.device))
         assert torch.allclose(
             loo_credits(K, g), loo_credits_reference(K, g), atol=1e-5 if dtype == torch.float32 else 1e-12
         )
-        t_fast = best_time(lambda K=K: loo_credits(K, g))
-        t_ref = best_time(lambda K=K: loo_credits_reference(K, g))
-        t_floor = best_time(lambda K=K: torch.log1p(K))
-        t_transpose = best_time(lambda K=K: K.mT.contiguous())
+        t_fast = best_time(lambda K=K: loo_credits(K, g), sync=sync)
+        t_ref = best_time(lambda K=K: loo_credits_reference(K, g), sync=sync)
+        t_floor = best_time(lambda K=K: torch.log1p(K), sync=sync)
+        t_transpose = best_time(lambda K=K: K.mT.contiguous(), sync=sync)
         row = {
             "G": G,
             "B": args.batch,
@@ -89,7 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"dtype": args.dtype, "threads": torch.get_num_threads(), "rows": rows}, f, indent=2)
+            json.dump(
+                {"dtype": args.dtype, "device": args.device, "threads": torch.get_num_threads(), "rows": rows},
+                f,
+                indent=2,
+            )
     return 0
 
 
