@@ -93,10 +93,10 @@ def stage_samples(run: RunDir, prof: CreditScaleProfile) -> dict:
     """Completions and their correctness (math-verify against the GSM8K gold after ####)."""
     if run.done("samples"):
         return run.load("samples")
-    from setpo.data.prompts import math_messages
     from setpo.eval.generate import HFGenerator, SamplingConfig
-    from setpo.eval.verify import MathVerifier
     from setpo.models import load_pretrained
+    from setpo.tasks.math.prompts import math_messages
+    from setpo.tasks.math.verify import MathVerifier
 
     rows = gsm8k_rows(prof.questions)
     model, tok = load_pretrained("smollm2-135m-instruct")
