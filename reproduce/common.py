@@ -43,6 +43,27 @@ CPU_TRL_ARGS: dict[str, Any] = {
 }
 
 
+def cpu_rl_args(
+    output_dir: Path, steps: int, prompts: int, G: int, max_completion_length: int, lr: float, seed: int, **fields: Any
+) -> dict[str, Any]:
+    """SetPOConfig fields of a small RL run: `steps` steps of `prompts` groups of `G` samples at temperature 1.0,
+    constant learning rate `lr`, `seed` for sampling and data order, `CPU_TRL_ARGS`; `fields` add or replace any."""
+    return {
+        "output_dir": str(output_dir),
+        "max_steps": steps,
+        "per_device_train_batch_size": prompts * G,
+        "num_generations": G,
+        "max_completion_length": max_completion_length,
+        "temperature": 1.0,
+        "learning_rate": lr,
+        "lr_scheduler_type": "constant",
+        "seed": seed,
+        "data_seed": seed,
+        **CPU_TRL_ARGS,
+        **fields,
+    }
+
+
 class RunExistsError(RuntimeError):
     """The target folder holds something this run may not use or replace as asked (message says what to do)."""
 

@@ -35,13 +35,13 @@ import torch
 from tqdm.auto import tqdm
 
 from reproduce.common import (
-    CPU_TRL_ARGS,
     PAPER_FIGURES,
     Parser,
     RunDir,
     RunPlan,
     chosen_config,
     cli,
+    cpu_rl_args,
     experiment_parser,
     print_config,
     progress_callback,
@@ -354,23 +354,21 @@ def stage_rl(
     model.train()
     rows = [{"prompt": make_prompt(p, "compact"), "target": p.target, "nums": list(p.nums)} for p in train]
     args = SetPOConfig(
-        output_dir=str(run.path / "trl" / name),
-        max_steps=prof.rl_steps,
-        per_device_train_batch_size=prof.prompts_per_step * G,
-        num_generations=G,
-        max_completion_length=prof.max_completion_length,
-        temperature=1.0,
-        learning_rate=prof.rl_lr,
-        lr_scheduler_type="constant",
-        beta=beta,
-        epsilon=0.2,
-        loss_type="grpo",
-        scale_rewards="group",
-        setpo_lambda=lam,
-        setpo_embedder=prof.embedder,
-        seed=seed,
-        data_seed=seed,
-        **CPU_TRL_ARGS,
+        **cpu_rl_args(
+            run.path / "trl" / name,
+            prof.rl_steps,
+            prof.prompts_per_step,
+            G,
+            prof.max_completion_length,
+            prof.rl_lr,
+            seed,
+            beta=beta,
+            epsilon=0.2,
+            loss_type="grpo",
+            scale_rewards="group",
+            setpo_lambda=lam,
+            setpo_embedder=prof.embedder,
+        )
     )
     t0 = time.perf_counter()
     with tqdm(total=prof.rl_steps, desc=f"countdown rl {name}", unit="step", mininterval=2.0) as bar:

@@ -38,13 +38,13 @@ import torch
 from tqdm.auto import tqdm
 
 from reproduce.common import (
-    CPU_TRL_ARGS,
     PAPER_FIGURES,
     Parser,
     RunDir,
     RunPlan,
     chosen_config,
     cli,
+    cpu_rl_args,
     experiment_parser,
     print_config,
     progress_callback,
@@ -327,24 +327,24 @@ def train_rl(
     model, tok = load_tiny(sft_path)
     funcs, weights = reward_setup(method, cfg)
     args = SetPOConfig(
-        output_dir=str(out_dir / "trl"),
-        max_steps=cfg.rl_steps,
-        per_device_train_batch_size=cfg.rl_prompts_per_step * cfg.num_generations,
-        gradient_accumulation_steps=1,
-        num_generations=cfg.num_generations,
-        learning_rate=cfg.rl_lr,
-        lr_scheduler_type="constant",
-        beta=cfg.beta,
-        loss_type=cfg.loss_type,
-        scale_rewards="group",
-        temperature=cfg.temperature,
-        max_completion_length=cfg.max_completion_length,
-        reward_weights=weights,
-        setpo_lambda=cfg.setpo_lambda if method.startswith("setpo") else 0.0,
-        setpo_embedder=cfg.setpo_embedder,
-        seed=seed,
-        data_seed=seed,
-        **{**CPU_TRL_ARGS, "use_cpu": not torch.cuda.is_available()},
+        **cpu_rl_args(
+            out_dir / "trl",
+            cfg.rl_steps,
+            cfg.rl_prompts_per_step,
+            cfg.num_generations,
+            cfg.max_completion_length,
+            cfg.rl_lr,
+            seed,
+            gradient_accumulation_steps=1,
+            beta=cfg.beta,
+            loss_type=cfg.loss_type,
+            scale_rewards="group",
+            temperature=cfg.temperature,
+            reward_weights=weights,
+            setpo_lambda=cfg.setpo_lambda if method.startswith("setpo") else 0.0,
+            setpo_embedder=cfg.setpo_embedder,
+            use_cpu=not torch.cuda.is_available(),
+        )
     )
     trainer = SetPOTrainer(
         model=model, reward_funcs=funcs, args=args, train_dataset=rl_dataset(task, cfg, seed), processing_class=tok

@@ -65,3 +65,15 @@ def test_quick_refuses_print_config_before_anything_runs(capsys):
     rc = cli_entry.main(["quick", "--print-config"])
     err = capsys.readouterr().err
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "--print-config" in err
+
+
+def test_cpu_rl_args_are_groups_of_g_per_step_and_fields_replace_defaults(tmp_path):
+    from reproduce.common import CPU_TRL_ARGS, cpu_rl_args
+    from setpo.integrations.trl import SetPOConfig
+
+    a = cpu_rl_args(tmp_path / "trl", 3, 4, 5, 16, 1e-3, 7, temperature=0.7, use_cpu=True, setpo_lambda=0.5)
+    assert a["per_device_train_batch_size"] == 20 and a["num_generations"] == 5 and a["temperature"] == 0.7
+    assert a["seed"] == a["data_seed"] == 7 and a["output_dir"] == str(tmp_path / "trl")
+    assert CPU_TRL_ARGS.items() <= a.items()
+    cfg = SetPOConfig(**a)
+    assert (cfg.max_steps, cfg.learning_rate, cfg.setpo_lambda) == (3, 1e-3, 0.5)
