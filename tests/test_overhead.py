@@ -55,6 +55,18 @@ def test_policy_names():
             overhead.PolicySize(bad)
 
 
+def test_smollm2_start_policy_is_the_offline_model_with_lora_as_in_smollm2_primes(tmp_path, monkeypatch):
+    import setpo.models
+    from reproduce.smollm2 import LORA_TARGETS
+
+    loaded = []
+    monkeypatch.setattr(setpo.models, "load_pretrained", lambda name: loaded.append(name) or ("model", "tok"))
+    model, tok, lora = overhead.load_start_policy(overhead.PolicySize(overhead.SMOLLM2, 4, 48), tmp_path, lora_r=16)
+    assert loaded == ["smollm2-135m-instruct"] and (model, tok) == ("model", "tok")
+    assert lora.r == 16 and lora.lora_alpha == 32 and lora.lora_dropout == 0.0
+    assert set(lora.target_modules) == set(LORA_TARGETS)
+
+
 def test_median_ci_brackets_the_median_and_refuses_bad_input():
     values = [*range(1, 11), 1000.0]
     med, lo, hi = overhead.median_ci(values)

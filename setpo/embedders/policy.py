@@ -49,9 +49,10 @@ def mean_pool_hidden_states(hidden: torch.Tensor, mask: torch.Tensor) -> torch.T
 class PolicyHiddenStateEmbedder:
     """Embed texts with a causal LM's hidden states (layer `layer`), mean-pooled over the text's tokens.
 
-    For scripts and analysis; inside training the trainer pools the hidden states it already has with
-    :func:`mean_pool_hidden_states`. Texts are tokenised without special tokens and right-padded by hand
-    (so each text's positions start at 0 whatever the batch), truncated to `max_length` tokens if given.
+    For scripts and analysis; inside training ``SetPOTrainer`` pools, with :func:`mean_pool_hidden_states`, the
+    hidden states of TRL's own old / reference log-prob pass where one runs, else of one extra forward. Texts are
+    tokenised without special tokens and right-padded by hand (so each text's positions start at 0 whatever the
+    batch), truncated to `max_length` tokens if given.
     The model is run under ``torch.no_grad`` in eval mode (its training flag is restored afterwards).
     Empty texts give the zero vector. Output: (N, H) float32 on CPU.
     """
