@@ -211,3 +211,14 @@ def test_verl_settings_are_the_translation_of_each_setpo_run():
         setting("gapo_qwen2.5_7b_lora")
     with pytest.raises(ValueError, match="unknown paper run 'table4'"):
         setting("table4")
+
+
+def test_a_verl_run_on_a_model_without_resources_is_named():
+    import dataclasses
+
+    from reproduce.scale.settings import to_setting
+    from setpo.paper_runs import PAPER_RUNS
+
+    run = dataclasses.replace(PAPER_RUNS["table4_grpo_7b"], model="Qwen/Qwen3-8B")
+    with pytest.raises(ValueError, match="model 'Qwen/Qwen3-8B' needs an entry in RESOURCES and PARAMS_B"):
+        to_setting(run, setpo=True)

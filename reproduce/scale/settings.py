@@ -113,6 +113,8 @@ def to_setting(run: PaperRun, setpo: bool) -> ScaleSetting:
     missing = [k for k in needed if getattr(run, k) is None]
     if missing:
         raise ValueError(f"paper run {run.name!r} lacks {missing}, which a verl launch needs")
+    if run.model not in RESOURCES or run.model not in PARAMS_B:
+        raise ValueError(f"paper run {run.name!r}: model {run.model!r} needs an entry in RESOURCES and PARAMS_B")
     size = run.model.rsplit("-", 1)[1].lower()
     stem = _NAME_STEM[run.dataset].format(size=size, g=run.group_size, kl=run.kl)
     clip_low = run.clip_low if run.clip_low is not None else VERL_DEFAULT_CLIP
