@@ -33,9 +33,10 @@ from reproduce.common import (
     default_out,
     publish,
 )
+from setpo.paper_runs import PAPER_LAMBDA
 
 NAME = "credit_scale"
-PAPER_LAMBDAS = (0.05, 0.1, 0.5)
+PAPER_LAMBDAS = tuple(sorted(set(PAPER_LAMBDA.values())))  # the paper's raw lambdas (0.05, 0.1, 0.2, 0.5)
 TARGET_RATIOS = (0.1, 0.3)
 
 
