@@ -41,7 +41,15 @@ TQ_INIT_TIMEOUT_S = float(os.environ.get("SETPO_VERL_TQ_INIT_TIMEOUT_S", "120"))
 #: when set, the TaskRunner writes each trained batch's rows (uid, response, reward, advantages) there as JSON
 DUMP_ENV = "SETPO_VERL_DUMP_DIR"
 
-__all__ = ["CPU_ENV", "VERL_VERSION", "PlatformCPU", "check_verl_version", "cpu_overrides", "install"]
+__all__ = [
+    "CPU_ENV",
+    "VERL_VERSION",
+    "PlatformCPU",
+    "check_verl_version",
+    "cpu_overrides",
+    "digit_share_reward",
+    "install",
+]
 
 
 def check_verl_version(version: str | None = None) -> None:
@@ -89,6 +97,17 @@ def cpu_overrides(
     # explicit so that it also holds when the driver sets the variables only for itself)
     overrides += [f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}={v}" for k, v in CPU_ENV.items()]
     return overrides
+
+
+def digit_share_reward(
+    data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None, **_: Any
+) -> float:
+    """Smoke-test reward (verl's ``compute_score`` signature): the share of digits in the response.
+
+    A random tiny model never earns a task reward, so GRPO would see all-zero groups; this one varies
+    within every group. Use ``reward.custom_reward_function.path=pkg://setpo.integrations.verl.cpu``.
+    """
+    return sum(c.isdigit() for c in solution_str) / max(1, len(solution_str))
 
 
 def _plain_gloo(init_fn: Any) -> Any:
