@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,8 +19,15 @@ from setpo.core import available_shapings
 from setpo.core.advantages import check_lambda
 from setpo.embedders import POLICY_EMBEDDER, check_embedder_spec, is_policy_embedder
 from setpo.integrations.trl.presets import available_presets, get_preset
+from setpo.methods import Method, get_method
+from setpo.tasks.list_selection import extract_answer as first_line_answer
+from setpo.tasks.math.extract import extract_boxed
 
 EMBED_FIELDS = ("completion", "prompt+completion")
+#: Answer extractors a method's ``answers`` input can come from (completion text -> answer or None).
+ANSWER_EXTRACTORS: dict[str, Callable[[str], str | None]] = {"boxed": extract_boxed, "first_line": first_line_answer}
+#: The SetPO credit's own controls: they act on the SetPO credit only.
+_SETPO_ONLY = {"setpo_target_ratio": None, "setpo_lambda_warmup_steps": 0, "setpo_placebo": False}
 
 
 def check_group_size(G: Any, name: str) -> None:
@@ -101,14 +110,129 @@ class SetPOConfig(GRPOConfig):
         },
     )
 
+    diversity_method: str = field(
+        default="setpo",
+        metadata={
+            "help": "Diversity method (a setpo.methods name): 'setpo' (the credit set by the setpo_* fields), "
+            "'gapo', 'dra_grpo', 'darling', 'diver', 'dqo' (rewards before the group normalisation), 'passk' "
+            "(advantages after it), 'entropy_bonus' (TRL's own entropy_coef). The setpo_* credit fields act on "
+            "'setpo' only; embedding methods use setpo_embedder."
+        },
+    )
+    diversity_method_kwargs: dict | str | None = field(
+        default=None,
+        metadata={"help": "Parameters of the diversity method (a mapping or a JSON string), e.g. {'k': 4}."},
+    )
+    diversity_answer_extractor: str = field(
+        default="boxed",
+        metadata={
+            "help": "How a method's answers are read from completions: 'boxed' (last \\boxed{}), 'first_line' "
+            "(first non-empty line, normalised); SetPOTrainer(answer_extractor=fn) overrides it."
+        },
+    )
+    diversity_valid_set_column: str = field(
+        default="valid_answers", metadata={"help": "Dataset column with each prompt's valid answers (GAPO's V)."}
+    )
+    diversity_correct_threshold: float = field(
+        default=0.0,
+        metadata={"help": "A rollout is correct (a method's `correct` input) when its reward > this threshold."},
+    )
+
     def __post_init__(self):
         self._validate_setpo()
         super().__post_init__()
 
     @property
     def setpo_enabled(self) -> bool:
-        """Whether the credit is added: lambda > 0 or a target ratio is set."""
-        return self.setpo_lambda > 0 or self.setpo_target_ratio is not None
+        """Whether the SetPO credit is added: diversity_method 'setpo' with lambda > 0 or a target ratio."""
+        return self.diversity_method == "setpo" and (self.setpo_lambda > 0 or self.setpo_target_ratio is not None)
+
+    @property
+    def method(self) -> Method:
+        """The registered diversity method named by ``diversity_method``."""
+        return get_method(self.diversity_method)
+
+    @property
+    def method_params(self) -> dict[str, Any]:
+        """The method's parameters: ``diversity_method_kwargs`` with the method's defaults filled in."""
+        return self.method.check_params(**(self.diversity_method_kwargs or {}))
+
+    def _validate_method(self) -> None:
+        """Check ``diversity_method`` and its kwargs against the registry and this config (clear errors)."""
+        name = self.diversity_method
+        try:
+            method = get_method(name)
+        except ValueError as err:
+            raise ValueError(f"diversity_method: {err}") from None
+        kwargs = self.diversity_method_kwargs
+        if isinstance(kwargs, str):
+            try:
+                kwargs = json.loads(kwargs) if kwargs.strip() else {}
+            except json.JSONDecodeError as err:
+                raise ValueError(f"diversity_method_kwargs is not valid JSON: {err}") from None
+        if kwargs is None:
+            kwargs = {}
+        if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
+            raise ValueError(f"diversity_method_kwargs must map parameter names to values, got {kwargs!r}")
+        self.diversity_method_kwargs = dict(kwargs)
+        if name == "setpo":
+            if kwargs:
+                raise ValueError(
+                    f"diversity_method='setpo' takes its settings from the setpo_* fields (setpo_lambda, "
+                    f"setpo_shaping, setpo_kernel_clamp), not diversity_method_kwargs={dict(kwargs)}"
+                )
+            return
+        try:
+            params = method.check_params(**kwargs)
+            method.required_inputs(**params)
+        except ValueError as err:
+            raise ValueError(f"diversity_method_kwargs: {err}") from None
+        used = [f for f, off in _SETPO_ONLY.items() if getattr(self, f) != off]
+        if used:
+            raise ValueError(
+                f"{used} control the SetPO credit, which diversity_method={name!r} does not add; unset them"
+            )
+        if self.diversity_answer_extractor not in ANSWER_EXTRACTORS:
+            raise ValueError(
+                f"unknown diversity_answer_extractor {self.diversity_answer_extractor!r}; use one of "
+                f"{sorted(ANSWER_EXTRACTORS)} or SetPOTrainer(answer_extractor=fn)"
+            )
+        t = self.diversity_correct_threshold
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+            raise ValueError(f"diversity_correct_threshold must be a finite number, got {t!r}")
+        G = self.num_generations
+        if "k" in params and G is not None and not (isinstance(params["k"], int) and 1 <= params["k"] <= G):
+            raise ValueError(
+                f"diversity_method_kwargs: k={params['k']!r} must be an integer in [1, {G}] (num_generations)"
+            )
+        if method.entry == "reward" and self.multi_objective_aggregation != "sum_then_normalize":
+            raise ValueError(
+                f"diversity_method={name!r} changes the summed reward before the group normalisation: it needs "
+                f"multi_objective_aggregation='sum_then_normalize', got {self.multi_objective_aggregation!r}"
+            )
+        if method.entry == "loss":
+            self._map_entropy_bonus(params)
+
+    def _map_entropy_bonus(self, params: dict[str, Any]) -> None:
+        """entropy_bonus is TRL's own entropy_coef (the same token-mean term): set it, refuse conflicting settings."""
+        if self.diversity_method != "entropy_bonus":
+            raise ValueError(f"diversity_method={self.diversity_method!r}: TRL has no seam for this loss term")
+        if params["aggregation"] != "token-mean":
+            raise ValueError(
+                f"diversity_method='entropy_bonus' in TRL is TRL's entropy_coef, a token mean over each micro-batch; "
+                f"aggregation={params['aggregation']!r} is not available here (use verl's loss_agg_mode)"
+            )
+        if self.use_adaptive_entropy:
+            raise ValueError(
+                "diversity_method='entropy_bonus' sets a fixed entropy_coef: turn use_adaptive_entropy off"
+            )
+        coef = float(params["coef"])
+        if self.entropy_coef not in (0.0, coef):
+            raise ValueError(
+                f"entropy_coef={self.entropy_coef} and diversity_method_kwargs coef={coef} disagree: give the "
+                "coefficient once (diversity_method_kwargs={'coef': ...} or TRL's entropy_coef alone)"
+            )
+        self.entropy_coef = coef
 
     def _validate_setpo(self) -> None:
         self.setpo_lambda = check_lambda(self.setpo_lambda, "setpo_lambda")
@@ -151,6 +275,7 @@ class SetPOConfig(GRPOConfig):
         L = self.setpo_embed_max_length
         if L is not None and (isinstance(L, bool) or not isinstance(L, int) or L < 1):
             raise ValueError(f"setpo_embed_max_length must be None or an integer >= 1, got {L!r}")
+        self._validate_method()
         if self.setpo_enabled:
             check_group_size(self.num_generations, "num_generations")
 

@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import torch
 from accelerate.utils import broadcast_object_list, gather_object
 from trl import GRPOConfig, GRPOTrainer
+from trl.trainer.utils import nanstd
 
 from setpo.core import setpo_advantages
 from setpo.core.controls import placebo_permutation, ratio_lambda, warmup_factor
 from setpo.embedders import Embedder, build_embedder, embed_texts, embedder_accepts, is_policy_embedder
-from setpo.integrations.trl.config import SetPOConfig, check_group_size
+from setpo.integrations.trl.config import ANSWER_EXTRACTORS, SetPOConfig, check_group_size
 from setpo.integrations.trl.distributed import BatchCredits, credits_for_local_rows
 from setpo.integrations.trl.embedding import HiddenStateCapture, policy_embeddings, texts_for_embedding
-from setpo.integrations.trl.group_rewards import GroupRewardFunction
+from setpo.integrations.trl.group_rewards import GroupRewardFunction, completion_text
+from setpo.methods import GroupBatch
 
 _NOT_REWARD_COLUMNS = ("prompt", "completion", "completion_ids")
 
@@ -107,12 +109,32 @@ class SetPOTrainer(GRPOTrainer):
     D(Omega)), setpo/kernel_row_frac, setpo/embed_time_s and setpo/credit_time_s (slowest process), and with the
     policy embedder setpo/policy_forward_reused (1 when TRL's pass was reused, 0 for an extra forward); with
     ``log_completions`` the completions table gets a ``setpo_credit`` column beside TRL's (base) advantage.
+
+    Other diversity methods (``diversity_method``, a ``setpo.methods`` name) replace the credit. After TRL's step,
+    one ``GroupBatch`` is built over the gathered batch with only the inputs the method declares (embeddings from
+    the same embedder path as the credit, texts from the completions, answers from ``answer_extractor`` or
+    ``diversity_answer_extractor``, valid sets from ``diversity_valid_set_column``, correct = reward >
+    ``diversity_correct_threshold``). A "reward" method maps the summed rewards R to R~, and the advantages are
+    TRL's group normalisation of R~ (``scale_rewards``; centring only for a method with ``group_scale="none"``,
+    e.g. DARLING). An "advantage" method maps TRL's A_bar of the gathered batch to its advantages. Each process
+    keeps its own rows, as for the credit. Unscorable rows enter the method with reward 0 and keep advantage 0.
+    ``entropy_bonus`` is TRL's own ``entropy_coef`` (set by the config). Metrics: method/<name>/reward_delta
+    (mean |R~ - R|, reward methods) and method/<name>/advantage_delta (mean |A - A_bar|).
     """
 
     #: TRL passes whose hidden states the "policy" embedder reuses, in order of preference ("old", "ref").
     setpo_policy_hidden_sources: tuple[str, ...] = ("old", "ref")
 
-    def __init__(self, model, reward_funcs=None, args: SetPOConfig | None = None, *positional, embedder=None, **kwargs):
+    def __init__(
+        self,
+        model,
+        reward_funcs=None,
+        args: SetPOConfig | None = None,
+        *positional,
+        embedder=None,
+        answer_extractor: Callable[[str], str | None] | None = None,
+        **kwargs,
+    ):
         if args is None:
             name = model if isinstance(model, str) else getattr(getattr(model, "config", None), "_name_or_path", "")
             args = SetPOConfig(f"{str(name).split('/')[-1] or 'model'}-SetPO")
@@ -122,7 +144,15 @@ class SetPOTrainer(GRPOTrainer):
         args._validate_setpo()  # fields may have been changed after construction
         if embedder is not None and not callable(embedder):
             raise ValueError(f"embedder must follow the Embedder protocol (texts -> (N, d)), got {type(embedder)}")
+        if answer_extractor is not None and not callable(answer_extractor):
+            raise ValueError(
+                f"answer_extractor must be callable (completion text -> answer or None), got {answer_extractor!r}"
+            )
         super().__init__(model, reward_funcs, args, *positional, **kwargs)
+        self._method_answer = answer_extractor or ANSWER_EXTRACTORS[self.args.diversity_answer_extractor]
+        self._method_rewards_per_func: torch.Tensor | None = None
+        self._method_valid: list | None = None
+        self.method_last: dict[str, Any] | None = None  # the last batch of a diversity method (inputs and outputs)
         self._setpo_local_rows: tuple[list, list, list] | None = None
         self._setpo_capture: HiddenStateCapture | None = None
         self.setpo_last_embed_source: str | None = None  # policy embedder: "old", "ref" or "extra" (own forward)
@@ -134,11 +164,21 @@ class SetPOTrainer(GRPOTrainer):
         self.setpo_last_unpermuted_credits: BatchCredits | None = None  # the batch's own credits
         self.setpo_last_lambda: float | None = None
         self.setpo_embedder: Embedder | None = None
-        if self._setpo_enabled():
+        if self._setpo_needs_embeddings():
             self._setpo_build_embedder()
 
     def _setpo_enabled(self) -> bool:
-        return self.args.setpo_lambda > 0 or self.args.setpo_target_ratio is not None
+        return self.args.setpo_enabled
+
+    def _method_active(self) -> bool:
+        """A diversity method other than the SetPO credit changes rewards or advantages here."""
+        return self.args.diversity_method != "setpo" and self.args.method.entry in ("reward", "advantage")
+
+    def _setpo_needs_embeddings(self) -> bool:
+        """The credit is on, or the active diversity method reads embeddings."""
+        if self._method_active():
+            return "embeddings" in self.args.method.required_inputs(**self.args.method_params)
+        return self._setpo_enabled()
 
     def _setpo_build_embedder(self) -> None:
         """Build the text embedder once (at construction, or at the first step with the credit on)."""
@@ -159,6 +199,20 @@ class SetPOTrainer(GRPOTrainer):
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         """TRL's per-process rewards, then every GroupRewardFunction column scored once on the gathered batch."""
+        rewards_per_func = self._setpo_calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        if self._method_active():
+            self._method_rewards_per_func = rewards_per_func
+            if "valid_sets" in self.args.method.required_inputs(**self.args.method_params):
+                column = self.args.diversity_valid_set_column
+                if column not in inputs[0]:
+                    raise ValueError(
+                        f"diversity_method={self.args.diversity_method!r} needs the dataset column {column!r} "
+                        "(valid answers per prompt; set diversity_valid_set_column)"
+                    )
+                self._method_valid = gather_object([example[column] for example in inputs])
+        return rewards_per_func
+
+    def _setpo_calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         self._setpo_local_rows = (list(prompts), list(completions), list(completion_ids_list))
         group_idx = [i for i, f in enumerate(self.reward_funcs) if isinstance(f, GroupRewardFunction)]
         if not group_idx:
@@ -327,8 +381,10 @@ class SetPOTrainer(GRPOTrainer):
         self._setpo_local_rows = None
         self._setpo_unscorable = None
         self.setpo_last_embed_source = None
+        self._method_rewards_per_func = None
+        self._method_valid = None
         capture = None
-        if self._setpo_use_policy and self._setpo_enabled() and self.setpo_policy_hidden_sources:
+        if self._setpo_use_policy and self._setpo_needs_embeddings() and self.setpo_policy_hidden_sources:
             unknown = set(self.setpo_policy_hidden_sources) - {"old", "ref"}
             if unknown:
                 raise ValueError(f"setpo_policy_hidden_sources may hold only 'old' and 'ref', got {sorted(unknown)}")
@@ -339,6 +395,8 @@ class SetPOTrainer(GRPOTrainer):
         finally:
             self._setpo_capture = None
         rows, self._setpo_local_rows = self._setpo_local_rows, None  # this batch's rows only, never a stale one
+        if self._method_active():
+            return self._method_step(output, rows, capture)
         if not self._setpo_enabled():
             return output
         mode = "train" if self.model.training else "eval"
@@ -381,6 +439,86 @@ class SetPOTrainer(GRPOTrainer):
         self._setpo_log(mode, credits, all_base, lam, t_embed, t2 - t1)
         if self._setpo_use_policy:
             self._metrics[mode]["setpo/policy_forward_reused"].append(float(reused is not None))
+        return output
+
+    # -- other diversity methods -------------------------------------------------------------------------------
+
+    def _method_batch(
+        self, output: dict[str, Any], rows: tuple[list, list, list] | None, capture, rewards: torch.Tensor, G: int
+    ) -> GroupBatch:
+        """One GroupBatch over the gathered batch, holding only the inputs the method reads."""
+        if rows is None:
+            raise RuntimeError("completions of this batch were not recorded (the reward pass did not run)")
+        needs = self.args.method.required_inputs(**self.args.method_params)
+        fields: dict[str, Any] = {}
+        if needs & {"texts", "answers"}:
+            texts = gather_object([completion_text(c) for c in rows[1]])
+            if "texts" in needs:
+                fields["texts"] = texts
+            if "answers" in needs:
+                fields["answers"] = [self._method_answer(t) for t in texts]
+        if "embeddings" in needs:
+            self._setpo_build_embedder()
+            reused = self._setpo_reused_hidden(output, capture) if self._setpo_use_policy else None
+            local = self._setpo_embed_local(output, rows, reused)
+            local = local.to(device=self.accelerator.device, dtype=torch.float32).contiguous()
+            fields["embeddings"] = self.accelerator.gather(local).to(rewards.device)
+        if "valid_sets" in needs:
+            fields["valid_sets"] = list(self._method_valid[::G])
+        if "correct" in needs:
+            fields["correct"] = rewards > self.args.diversity_correct_threshold
+        unknown = needs - {"rewards", *fields}
+        if unknown:
+            raise ValueError(
+                f"diversity_method={self.args.diversity_method!r} needs {sorted(unknown)}, which TRL lacks"
+            )
+        return GroupBatch.from_rows(rewards, G, **fields)
+
+    def _method_normalise(self, rewards: torch.Tensor, G: int) -> torch.Tensor:
+        """A_i = (R_i - mean_group R) / (std + 1e-4) as TRL's sum_then_normalize (GRPO eq. 3); NaN rows excluded.
+
+        ``scale_rewards`` chooses the std (group, batch or none); a method with ``group_scale="none"`` centres only.
+        """
+        scale = "none" if self.args.method.group_scale == "none" else self.scale_rewards
+        grouped = rewards.view(-1, G)
+        advantages = rewards - torch.nanmean(grouped, dim=1).repeat_interleave(G)
+        if scale == "group":
+            std = nanstd(grouped, dim=1).repeat_interleave(G) if G > 1 else torch.zeros_like(rewards)
+            advantages = advantages / (std + 1e-4)
+        elif scale == "batch":
+            std = nanstd(rewards).expand_as(rewards) if rewards.numel() > 1 else torch.zeros_like(rewards)
+            advantages = advantages / (std + 1e-4)
+        return torch.nan_to_num(advantages, nan=0.0)
+
+    def _method_step(self, output: dict[str, Any], rows: tuple[list, list, list] | None, capture) -> dict[str, Any]:
+        """Rewards or advantages of the gathered batch from the diversity method; this process keeps its rows."""
+        mode = "train" if self.model.training else "eval"
+        G = self.num_generations if mode == "train" else self.num_generations_eval
+        method, params, name = self.args.method, self.args.method_params, self.args.diversity_method
+        rpf = self._method_rewards_per_func
+        if rpf is None:
+            raise RuntimeError("rewards of this batch were not recorded (the reward pass did not run)")
+        unscorable = torch.isnan(rpf).all(dim=1)
+        rewards = (rpf * self.reward_weights.to(rpf.device).unsqueeze(0)).nansum(dim=1)  # TRL's summed reward
+        base = output["advantages"]
+        all_base = self.accelerator.gather(base.contiguous()).to(rewards.device)
+        batch = self._method_batch(output, rows, capture, rewards, G)
+        m = self._metrics[mode]
+        new_rewards = None
+        if method.entry == "reward":
+            new_rewards = method(batch, **params).reshape(-1).to(rewards.dtype)
+            m[f"method/{name}/reward_delta"].append((new_rewards - rewards)[~unscorable].abs().mean().item())
+            new_rewards = new_rewards.masked_fill(unscorable, float("nan"))
+            advantages = self._method_normalise(new_rewards, G)
+        else:
+            advantages = method(batch, all_base.view(-1, G).to(rewards.dtype), **params).reshape(-1)
+            advantages = advantages.masked_fill(unscorable, 0.0)
+        m[f"method/{name}/advantage_delta"].append((advantages - all_base.to(advantages.dtype)).abs().mean().item())
+        B_local = base.shape[0]
+        start = self.accelerator.process_index * B_local
+        output["advantages"] = advantages[start : start + B_local].to(device=base.device, dtype=base.dtype)
+        self.method_last = {"batch": batch, "rewards": new_rewards, "base": all_base, "advantages": advantages}
+        self._logs["extra"]["method_advantage"].extend(advantages.tolist())
         return output
 
     def _setpo_log(
