@@ -22,10 +22,9 @@ import pytest
 import torch
 
 import setpo
+import setpo.integrations.verl.cpu as cpu_support
 from setpo.embedders import HashedNgramEmbedder
 from setpo.integrations.verl.cpu import CPU_ENV, DUMP_ENV, cpu_overrides, digit_share_reward
-
-pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 LAMBDA = 0.1
@@ -191,6 +190,7 @@ def check_weights_changed(out: Path, n_replicas: int) -> None:
         assert all(abs(e["fingerprint"] - initial) > 1e-3 for e in trained)
 
 
+@pytest.mark.slow
 def test_setpo_step_on_cpu(run, tokenizer):
     out = run(1, LAMBDA)
     check_advantages(out, tokenizer, LAMBDA)
@@ -205,6 +205,7 @@ def test_setpo_step_on_cpu(run, tokenizer):
     check_weights_changed(out, 1)
 
 
+@pytest.mark.slow
 def test_lambda_zero_is_verl_grpo(run, tokenizer):
     out = run(1, 0.0)
     check_advantages(out, tokenizer, 0.0)
@@ -215,6 +216,7 @@ def test_lambda_zero_is_verl_grpo(run, tokenizer):
     check_weights_changed(out, 1)
 
 
+@pytest.mark.slow
 def test_two_ranks_with_dynamic_batch_size(run, tokenizer):
     out = run(2, LAMBDA, dynamic_bsz=True)
     check_advantages(out, tokenizer, LAMBDA)
@@ -224,3 +226,36 @@ def test_two_ranks_with_dynamic_batch_size(run, tokenizer):
         assert step["setpo/lambda"] == pytest.approx(LAMBDA)
         assert step["training/rollout_probs_diff_max"] < 1e-2
     check_weights_changed(out, 2)
+
+
+def test_other_verl_versions_are_refused():
+    cpu_support.check_verl_version("0.9.1")
+    with pytest.raises(RuntimeError, match="supports verl 0.9.1 only, found verl 0.10.0"):
+        cpu_support.check_verl_version("0.10.0")
+
+
+def test_bad_worker_or_cpu_counts_are_refused():
+    with pytest.raises(ValueError, match="n_workers must be >= 1"):
+        cpu_overrides(0)
+    with pytest.raises(ValueError, match="num_cpus=4 is too few for 2 workers"):
+        cpu_overrides(2, num_cpus=4)
+    assert "transfer_queue.backend.SimpleStorage.num_data_storage_units=1" in cpu_overrides(1)
+
+
+def test_process_group_backend_is_plain_gloo():
+    seen = []
+    init = cpu_support._plain_gloo(lambda timeout_second, backend: seen.append(backend))
+    init(timeout_second=None)
+    init(backend="cpu:gloo")
+    assert seen == ["gloo", "cpu:gloo"]
+
+
+def test_transfer_queue_start_up_times_out_with_a_clear_error(monkeypatch):
+    from omegaconf import OmegaConf
+
+    monkeypatch.setattr(cpu_support, "TQ_INIT_TIMEOUT_S", 0.2)
+    init = cpu_support._tq_init_with_timeout(lambda conf: time.sleep(2))
+    conf = OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 8}}})
+    with pytest.raises(TimeoutError, match="each of its 8 storage units reserve 1 Ray CPU"):
+        init(conf)
+    assert cpu_support._tq_init_with_timeout(lambda conf: "ready")(conf) == "ready"

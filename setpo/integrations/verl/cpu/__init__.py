@@ -37,7 +37,7 @@ VERL_VERSION = "0.9.1"
 PLUGIN_MODULE = "setpo.integrations.verl.cpu"
 #: environment of every process of a CPU run (the driver's own and, through Ray's runtime_env, the actors')
 CPU_ENV = {"VERL_USE_EXTERNAL_MODULES": PLUGIN_MODULE, "VERL_PLATFORM": "cpu"}
-TQ_INIT_TIMEOUT_S = float(os.environ.get("SETPO_VERL_TQ_INIT_TIMEOUT_S", "120"))
+TQ_INIT_TIMEOUT_S = float(os.environ.get("SETPO_VERL_TQ_INIT_TIMEOUT_S", "300"))
 #: when set, the TaskRunner writes each trained batch's rows (uid, response, reward, advantages) there as JSON
 DUMP_ENV = "SETPO_VERL_DUMP_DIR"
 
@@ -135,11 +135,11 @@ def _tq_init_with_timeout(init_fn: Any) -> Any:
                 units = conf.backend.SimpleStorage.num_data_storage_units
             except Exception:  # noqa: BLE001 - only for the message
                 pass
+            free = ray.available_resources().get("CPU", 0) if ray.is_initialized() else "no known CPU"
             raise TimeoutError(
                 f"TransferQueue did not start within {TQ_INIT_TIMEOUT_S:.0f} s: its controller and each of its "
-                f"{units} storage units reserve 1 Ray CPU, and Ray has {ray.available_resources().get('CPU', 0)} "
-                "free; set transfer_queue.backend.SimpleStorage.num_data_storage_units lower or "
-                "ray_kwargs.ray_init.num_cpus higher"
+                f"{units} storage units reserve 1 Ray CPU, and Ray has {free} free; set "
+                "transfer_queue.backend.SimpleStorage.num_data_storage_units lower or ray_kwargs.ray_init.num_cpus higher"
             ) from None
         finally:
             pool.shutdown(wait=False)
