@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from setpo.core.advantages import check_lambda
 from setpo.core.credits import SmallGroupPolicy, check_small_group_policy
 from setpo.core.shaping import get_shaping
+from setpo.methods import Method, get_method
 from setpo.paper_runs import PAPER_EMBEDDER, PAPER_LAMBDA  # re-exported: the paper's embedder and lambdas
+from setpo.tasks.list_selection import extract_answer as first_line_answer
+from setpo.tasks.math.extract import extract_boxed
 
 EmbedDevice = Literal["cpu", "cuda"]
+#: Answer extractors a method's ``answers`` input can come from (response text -> answer or None).
+ANSWER_EXTRACTORS: dict[str, Callable[[str], str | None]] = {"boxed": extract_boxed, "first_line": first_line_answer}
+#: Methods the verl hook refuses, and what to use instead.
+REFUSED_METHODS = {
+    "gapo": "GAPO's reward needs each prompt's valid answers, which verl's advantage step does not carry; score "
+    "GAPO in the reward function instead (or use the TRL adapter's diversity_method='gapo')",
+    "entropy_bonus": "verl has its own token entropy bonus: set actor_rollout_ref.actor.entropy_coeff=COEF "
+    "(aggregated by actor_rollout_ref.actor.loss_agg_mode) and leave setpo.method unset",
+}
 
 
 @dataclass(frozen=True)
@@ -32,6 +44,12 @@ class SetPOVerlConfig:
     placebo: every scored row gets the credit of a row from another uid group (same magnitudes, no diversity
         information), drawn from a generator seeded by ``seed`` and the training step.
     seed: seed of the placebo permutation.
+    method: the diversity method (a ``setpo.methods`` name). "setpo" is the credit set by the fields above; "dra_grpo",
+        "darling", "diver", "dqo" change the sequence scores before verl's GRPO normalisation; "passk" replaces the
+        advantages after it. "gapo" and "entropy_bonus" are refused (see ``REFUSED_METHODS``).
+    method_kwargs: the method's parameters (``+setpo.method_kwargs.k=4``).
+    answer_extractor: how a method's answers are read from the decoded responses ("boxed", "first_line").
+    correct_threshold: a rollout is correct (a method's ``correct`` input) when its score > this threshold.
     """
 
     lam: float = PAPER_LAMBDA["grpo"]
@@ -44,8 +62,13 @@ class SetPOVerlConfig:
     target_ratio: float | None = None
     placebo: bool = False
     seed: int = 0
+    method: str = "setpo"
+    method_kwargs: dict[str, Any] = field(default_factory=dict)
+    answer_extractor: str = "boxed"
+    correct_threshold: float = 0.0
 
     def __post_init__(self) -> None:
+        self._check_method()
         check_lambda(self.lam, "setpo.lambda")
         if not isinstance(self.embedder, str) or not self.embedder.strip():
             raise ValueError(f"setpo.embedder must be a non-empty string, got {self.embedder!r}")
@@ -65,10 +88,51 @@ class SetPOVerlConfig:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ValueError(f"setpo.seed must be an integer, got {self.seed!r}")
 
+    def _check_method(self) -> None:
+        try:
+            method = get_method(self.method)
+        except ValueError as err:
+            raise ValueError(f"setpo.method: {err}") from None
+        if not isinstance(self.method_kwargs, Mapping) or not all(isinstance(k, str) for k in self.method_kwargs):
+            raise ValueError(f"setpo.method_kwargs must map parameter names to values, got {self.method_kwargs!r}")
+        if self.method == "setpo":
+            if self.method_kwargs:
+                raise ValueError(
+                    "setpo.method=setpo takes its settings from setpo.lambda, setpo.shaping and setpo.small_group, "
+                    f"not setpo.method_kwargs={dict(self.method_kwargs)}"
+                )
+            return
+        if self.method in REFUSED_METHODS:
+            raise ValueError(f"setpo.method={self.method} is not run by the verl hook: {REFUSED_METHODS[self.method]}")
+        try:
+            method.required_inputs(**self.method_kwargs)
+        except ValueError as err:
+            raise ValueError(f"setpo.method_kwargs: {err}") from None
+        used = [k for k in ("target_ratio", "placebo") if getattr(self, k) != _CONTROLS[k]]
+        if used:
+            raise ValueError(f"setpo.{used} control the SetPO credit, which setpo.method={self.method} does not add")
+        if self.answer_extractor not in ANSWER_EXTRACTORS:
+            raise ValueError(
+                f"unknown setpo.answer_extractor {self.answer_extractor!r}; use one of {sorted(ANSWER_EXTRACTORS)}"
+            )
+        t = self.correct_threshold
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+            raise ValueError(f"setpo.correct_threshold must be a finite number, got {t!r}")
+
     @property
     def enabled(self) -> bool:
-        """True when the credit is added (lambda > 0 or a target ratio)."""
-        return self.lam > 0 or self.target_ratio is not None
+        """True when the SetPO credit is added (method "setpo" with lambda > 0 or a target ratio)."""
+        return self.method == "setpo" and (self.lam > 0 or self.target_ratio is not None)
+
+    @property
+    def diversity_method(self) -> Method | None:
+        """The registered method when ``method`` is not "setpo" (it then replaces the credit), else None."""
+        return None if self.method == "setpo" else get_method(self.method)
+
+    @property
+    def method_params(self) -> dict[str, Any]:
+        """``method_kwargs`` with the method's defaults filled in."""
+        return get_method(self.method).check_params(**self.method_kwargs)
 
     @classmethod
     def from_mapping(cls, section: Mapping[str, Any] | None) -> SetPOVerlConfig:
@@ -87,10 +151,9 @@ class SetPOVerlConfig:
         if unknown:
             allowed = sorted((known - {"lam"}) | {"lambda"})
             raise ValueError(f"unknown key(s) in the setpo config section: {unknown}; allowed: {allowed}")
-        if "embedder_kwargs" in data and data["embedder_kwargs"] is not None:
-            data["embedder_kwargs"] = dict(data["embedder_kwargs"])
-        elif "embedder_kwargs" in data:
-            data["embedder_kwargs"] = {}
+        for key in ("embedder_kwargs", "method_kwargs"):
+            if key in data:
+                data[key] = {} if data[key] is None else dict(data[key])
         if "lam" in data and isinstance(data["lam"], int) and not isinstance(data["lam"], bool):
             data["lam"] = float(data["lam"])
         return cls(**data)
@@ -102,16 +165,23 @@ class SetPOVerlConfig:
             if key in _CONTROLS and value == _CONTROLS[key]:
                 continue  # experiment controls appear only when used
             name = "lambda" if key == "lam" else key
-            if key == "embedder_kwargs":
+            if key in ("embedder_kwargs", "method_kwargs"):
                 for k, v in value.items():
-                    out.append(f"+setpo.embedder_kwargs.{k}={_hydra_value(v)}")
+                    out.append(f"+setpo.{key}.{k}={_hydra_value(v)}")
                 continue
             out.append(f"+setpo.{name}={_hydra_value(value)}")
         return out
 
 
 #: Experiment controls and their off values (not part of the paper's settings).
-_CONTROLS: dict[str, Any] = {"target_ratio": None, "placebo": False, "seed": 0}
+_CONTROLS: dict[str, Any] = {
+    "target_ratio": None,
+    "placebo": False,
+    "seed": 0,
+    "method": "setpo",
+    "answer_extractor": "boxed",
+    "correct_threshold": 0.0,
+}
 
 
 def _hydra_value(value: Any) -> str:

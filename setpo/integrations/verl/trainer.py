@@ -5,6 +5,13 @@ trainer then reads ``uid``, ``responses``, ``response_mask`` and ``advantages`` 
 with the tokenizer, embeds them, computes the leave-one-out credits of each uid group with the core and writes
 A_bar + lambda * s back (broadcast over the response mask, the layout verl's outcome estimators use).
 ``returns`` are left as verl wrote them: the actor loss reads only ``advantages``.
+
+``+setpo.method=NAME`` selects another diversity method instead of the credit (``setpo.methods``). A "reward" method
+(DRA-GRPO, DARLING, DIVER, DQO) maps each final output's sequence score R to R~ within its uid group; R~ - R is
+added to the last response token of ``rm_scores`` for verl's own advantage step (KL in reward, rollout correction,
+GRPO by uid, multi-output sessions), after which the original ``rm_scores`` are written back. A method with
+``group_scale="none"`` (DARLING) runs that step with ``norm_adv_by_std_in_grpo=False``. An "advantage" method
+(pass@k) maps verl's per-row advantages after the step and writes them back broadcast over the response mask.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 import transfer_queue as tq
+from omegaconf import open_dict
 from tensordict import TensorDict
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
@@ -22,7 +30,7 @@ from verl.workers.utils.padding import response_to_nested
 
 from setpo.core.controls import placebo_permutation, ratio_lambda
 from setpo.embedders import Embedder
-from setpo.integrations.verl.config import SetPOVerlConfig
+from setpo.integrations.verl.config import ANSWER_EXTRACTORS, SetPOVerlConfig
 from setpo.integrations.verl.embedding import decode_responses, embed_texts, embedder_from_config
 from setpo.integrations.verl.groups import (
     add_credits_to_token_advantages,
@@ -31,8 +39,10 @@ from setpo.integrations.verl.groups import (
     group_rows_by_uid,
     session_final_rows,
 )
+from setpo.methods import GroupBatch
 
 SETPO_FIELDS = ["uid", "responses", "response_mask", "advantages"]
+METHOD_FIELDS = ["uid", "responses", "response_mask", "rm_scores"]
 #: Base estimators the SetPO mode refuses; any group-relative outcome estimator (GRPO, RLOO, ...) works.
 INCOMPATIBLE_ESTIMATORS = {
     "gae": "it needs a critic and returns value targets",
@@ -119,6 +129,54 @@ def shape_advantages(
     return response_to_nested(shaped, response_mask), metrics
 
 
+def method_by_uid(
+    cfg: SetPOVerlConfig,
+    uids: list,
+    scores: torch.Tensor,
+    texts: list[str] | None,
+    embed,
+    base: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The method's per-row values (new scores, or advantages given ``base``) of rows grouped by uid; (N,) float64.
+
+    Groups of equal size are stacked into one `GroupBatch` (B groups x G rows) holding only the inputs the method
+    reads: texts, answers (``cfg.answer_extractor``), embeddings (``embed(texts)``), correct (score >
+    ``cfg.correct_threshold``).
+    """
+    method, params = cfg.diversity_method, cfg.method_params
+    needs = method.required_inputs(**params)
+    groups = group_rows_by_uid(uids)
+    by_size: dict[int, list[np.ndarray]] = {}
+    for rows in groups:
+        by_size.setdefault(len(rows), []).append(rows)
+    if params.get("scope") == "batch" and len(by_size) > 1:
+        raise ValueError(f"{cfg.method} with scope='batch' needs uid groups of one size, got sizes {sorted(by_size)}")
+    emb = embed(texts) if "embeddings" in needs else None
+    out = torch.zeros(len(uids), dtype=torch.float64)
+    for size, gs in by_size.items():
+        idx = np.concatenate(gs)
+        fields: dict[str, Any] = {}
+        if "texts" in needs:
+            fields["texts"] = [texts[i] for i in idx]
+        if "answers" in needs:
+            fields["answers"] = [ANSWER_EXTRACTORS[cfg.answer_extractor](texts[i]) for i in idx]
+        if emb is not None:
+            fields["embeddings"] = emb[torch.as_tensor(idx)]
+        if "correct" in needs:
+            fields["correct"] = scores[torch.as_tensor(idx)] > cfg.correct_threshold
+        batch = GroupBatch.from_rows(scores[torch.as_tensor(idx)].double(), size, **fields)
+        adv = None if base is None else base[torch.as_tensor(idx)].double().view(-1, size)
+        out[torch.as_tensor(idx)] = method(batch, adv, **params).reshape(-1).double()
+    return out
+
+
+def _final_real_rows(batch_keys: list[str], tags: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows scored: each real session's final output, all final rows, row -> session), as the credit uses them."""
+    final_rows, row_to_session = session_final_rows(batch_keys)
+    rows = np.asarray([r for r in final_rows if not tags[r].get("is_padding", False)], dtype=np.int64)
+    return rows, final_rows, row_to_session
+
+
 @register_trainer("setpo_sync")
 class SetPOTrainerSync(PPOTrainerSync):
     """verl's sync trainer plus the SetPO credit (settings from the config's top-level ``setpo`` section)."""
@@ -144,7 +202,9 @@ class SetPOTrainerSync(PPOTrainerSync):
         check_base_estimator(self.config.algorithm.adv_estimator)
         self._setpo_embedder: Embedder | None = None
         self._setpo_last_lambda = 0.0
-        if self.setpo_config.enabled:
+        method = self.setpo_config.diversity_method
+        embeds = method is not None and "embeddings" in method.required_inputs(**self.setpo_config.method_params)
+        if self.setpo_config.enabled or embeds:
             self._setpo_embedder = embedder_from_config(self.setpo_config)
 
     @property
@@ -154,8 +214,99 @@ class SetPOTrainerSync(PPOTrainerSync):
             self._setpo_embedder = embedder_from_config(self.setpo_config)
         return self._setpo_embedder
 
+    def _method_texts(self, data: TensorDict, rows: np.ndarray) -> list[str] | None:
+        needs = self.setpo_config.diversity_method.required_inputs(**self.setpo_config.method_params)
+        if not needs & {"texts", "answers", "embeddings"}:
+            return None
+        responses_nt = data["responses"]
+        pad_id = getattr(self.tokenizer, "pad_token_id", None)
+        responses = responses_nt.to_padded_tensor(0 if pad_id is None else pad_id)
+        lengths = responses_nt.offsets().diff()
+        return decode_responses(self.tokenizer, responses[rows], lengths[rows], self.setpo_config.skip_special_tokens)
+
+    def _reward_method_advantage(self, batch, metrics: dict):
+        """verl's advantage step on scores R~ from the method, then the original ``rm_scores`` written back."""
+        cfg = self.setpo_config
+        data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=METHOD_FIELDS)
+        original = data["rm_scores"]
+        scores = original.to_padded_tensor(0.0)
+        lengths = original.offsets().diff()
+        seq = scores.double().sum(-1)
+        rows, _, _ = _final_real_rows(batch.keys, batch.tags)
+        uids = _as_list(data["uid"])
+        texts = self._method_texts(data, rows)
+        new = method_by_uid(
+            cfg, [uids[r] for r in rows], seq[rows], texts, lambda t: embed_texts(self.setpo_embedder, t)
+        )
+        delta = torch.zeros(len(batch.keys), dtype=torch.float64)
+        delta[torch.as_tensor(rows)] = new - seq[rows]
+        changed = scores.clone()
+        last = (lengths - 1).clamp_min(0)
+        changed[torch.arange(len(batch.keys)), last] += delta.to(changed.dtype)
+        nested = torch.nested.as_nested_tensor(
+            [changed[i, : int(n)] for i, n in enumerate(lengths)], layout=torch.jagged
+        )
+        tq.kv_batch_put(
+            keys=batch.keys,
+            partition_id=batch.partition_id,
+            fields=TensorDict({"rm_scores": nested}, batch_size=len(batch)),
+        )
+        algorithm = self.config.algorithm
+        norm = algorithm.get("norm_adv_by_std_in_grpo", True)
+        try:
+            if cfg.diversity_method.group_scale == "none":
+                with open_dict(algorithm):
+                    algorithm.norm_adv_by_std_in_grpo = False
+            batch = super()._compute_advantage(batch, metrics)
+        finally:
+            with open_dict(algorithm):
+                algorithm.norm_adv_by_std_in_grpo = norm
+            tq.kv_batch_put(
+                keys=batch.keys,
+                partition_id=batch.partition_id,
+                fields=TensorDict({"rm_scores": original}, batch_size=len(batch)),
+            )
+        metrics[f"method/{cfg.method}/reward_delta"] = float(delta[torch.as_tensor(rows)].abs().mean())
+        return batch
+
+    def _advantage_method(self, batch, metrics: dict):
+        """The method's advantages from verl's per-row advantages, broadcast over each row's response mask."""
+        cfg = self.setpo_config
+        data = tq.kv_batch_get(
+            keys=batch.keys, partition_id=batch.partition_id, select_fields=[*METHOD_FIELDS, "advantages"]
+        )
+        response_mask = data["response_mask"]
+        mask = response_mask.to_padded_tensor(0)
+        advantages = data["advantages"].to_padded_tensor(0.0)
+        seq = data["rm_scores"].to_padded_tensor(0.0).double().sum(-1)
+        m = mask.double()
+        base = (advantages.double() * m).sum(-1) / m.sum(-1).clamp_min(1)  # outcome estimators: one value per row
+        rows, final_rows, row_to_session = _final_real_rows(batch.keys, batch.tags)
+        uids = _as_list(data["uid"])
+        texts = self._method_texts(data, rows)
+        idx = torch.as_tensor(rows)
+        new = method_by_uid(
+            cfg, [uids[r] for r in rows], seq[idx], texts, lambda t: embed_texts(self.setpo_embedder, t), base[idx]
+        )
+        by_row = base.clone()
+        by_row[idx] = new
+        row_values = by_row[torch.as_tensor(final_rows)][torch.as_tensor(row_to_session)]
+        padding = torch.as_tensor([t.get("is_padding", False) for t in batch.tags])
+        shaped = torch.where(padding.unsqueeze(-1), advantages, (row_values.unsqueeze(-1) * m).to(advantages.dtype))
+        metrics[f"method/{cfg.method}/advantage_delta"] = float((new - base[idx]).abs().mean())
+        return tq.kv_batch_put(
+            keys=batch.keys,
+            partition_id=batch.partition_id,
+            fields=TensorDict({"advantages": response_to_nested(shaped, response_mask)}, batch_size=len(batch)),
+        )
+
     def _compute_advantage(self, batch, metrics: dict):
+        method = self.setpo_config.diversity_method
+        if method is not None and method.entry == "reward":
+            return self._reward_method_advantage(batch, metrics)
         batch = super()._compute_advantage(batch, metrics)
+        if method is not None:
+            return self._advantage_method(batch, metrics)
         if not self.setpo_config.enabled:
             return batch
         t0 = time.perf_counter()
