@@ -475,7 +475,7 @@ class SetPOTrainer(GRPOTrainer):
         return GroupBatch.from_rows(rewards, G, **fields)
 
     def _method_normalise(self, rewards: torch.Tensor, G: int) -> torch.Tensor:
-        """A_i = (R_i - mean_group R) / (std + 1e-4) as TRL's sum_then_normalize (GRPO eq. 3); NaN rows excluded.
+        """A_i = (R_i - mean_group R) / (std + 1e-4), TRL's sum_then_normalize (GRPO, SetPO paper Sec. 2), NaN rows out.
 
         ``scale_rewards`` chooses the std (group, batch or none); a method with ``group_scale="none"`` centres only.
         """
