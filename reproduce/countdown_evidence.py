@@ -47,10 +47,9 @@ from tqdm.auto import tqdm
 from reproduce import evidence
 from reproduce.common import (
     CPU_TRL_ARGS,
-    PAPER_FIGURES,
     Parser,
     RunDir,
-    publish,
+    RunPlan,
     write_json,
 )
 from reproduce.countdown import CountdownProfile, stage_sft
@@ -59,7 +58,6 @@ from reproduce.evidence import (
     arms,
     cached_eval,
     checkpoint_callback,
-    publish_size,
     saved_steps,
     setpo_args,
 )
@@ -284,8 +282,8 @@ def build_parser() -> Parser:
 def prepare(argv: list[str] | None = None) -> Callable[[], int]:
     """Parse and check every option and the run folder (writing nothing); returns the run to start."""
     args = build_parser().parse_args(argv)
-    prof, out, config = evidence.check_run(args, NAME, PROFILES)
-    return lambda: _execute(args, prof, out, config)
+    prof, plan = evidence.check_run(args, NAME, PROFILES)
+    return lambda: _execute(args, prof, plan)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -293,8 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     return prepare(argv)()
 
 
-def _execute(args: argparse.Namespace, prof, out: Path, config: dict) -> int:
-    run = RunDir(out, config, overwrite=args.overwrite)
+def _execute(args: argparse.Namespace, prof, plan: RunPlan) -> int:
+    run = plan.start()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     torch.set_num_threads(max(1, args.threads))
     t0 = time.perf_counter()
@@ -318,14 +316,7 @@ def _execute(args: argparse.Namespace, prof, out: Path, config: dict) -> int:
         f"start: tiny char-level LM after {prof.sft_steps} SFT steps."
     )
     files = analyse(run, prof, evals, "Does SetPO beat GRPO's frontier and a placebo? (Countdown, tiny LM)", setting)
-    write_json(run.path / "timing.json", {"wall_s_this_call": time.perf_counter() - t0})
-    run.close()
-    print((run.path / "summary.md").read_text())
-    print(f"wall time {time.perf_counter() - t0:.1f} s; results in {run.path}")
-    if args.publish:
-        dest = publish(files, PAPER_FIGURES / NAME, args.profile, publish_size(prof), args.force_publish)
-        print(f"published to {dest}")
-    return 0
+    return plan.finish(run, t0, run.path / "summary.md", files)
 
 
 if __name__ == "__main__":

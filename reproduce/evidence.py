@@ -17,17 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from reproduce.common import (
-    PAPER_FIGURES,
-    Parser,
-    RunDir,
-    UsageError,
-    add_run_options,
-    check_publish,
-    count,
-    default_out,
-    save_figure,
-)
+from reproduce.common import PAPER_FIGURES, Parser, RunDir, RunPlan, UsageError, experiment_parser, save_figure
 from reproduce.stats import bootstrap_ci, frontier_at, sign_flip_pvalue, verdict
 
 
@@ -225,24 +215,16 @@ def publish_size(prof: Any) -> dict[str, int]:
 
 def build_parser(name: str, description: str, profiles: dict, threads: int) -> Parser:
     """The options of an evidence experiment: --profile, --seeds (N >= 2), --threads and the run-folder options."""
-    p = Parser(prog=f"python -m reproduce {name}", description=description)
-    p.add_argument("--profile", choices=sorted(profiles), default="quick")
-    p.add_argument("--seeds", type=count, default=None, help="seeds per arm: 0..N-1, N >= 2 (default: the profile's)")
-    p.add_argument("--threads", type=count, default=threads, help="torch CPU threads")
-    add_run_options(p, name)
-    return p
+    return experiment_parser(name, description, profiles, seeds="seeds per arm: 0..N-1, N >= 2 (default: the "
+                             "profile's)", threads=threads)  # fmt: skip
 
 
-def check_run(args: argparse.Namespace, name: str, profiles: dict) -> tuple[Any, Path, dict]:
-    """(profile, run folder, config) of parsed options, with the folder and any publish checked (writing nothing)."""
+def check_run(args: argparse.Namespace, name: str, profiles: dict) -> tuple[Any, RunPlan]:
+    """(profile, checked run plan) of parsed options: the folder and any publish checked, nothing written."""
     prof = profiles[args.profile]
     if args.seeds is not None:
         if args.seeds < 2:
             raise UsageError("--seeds must be >= 2 (the statistics are paired over seeds)")
         prof = replace(prof, seeds=args.seeds)
-    out = args.out or default_out(name, args.profile, seeds=args.seeds)
     config = {"profile": args.profile, **asdict(prof)}
-    RunDir.check(out, config, args.overwrite)
-    if args.publish:
-        check_publish(PAPER_FIGURES / name, args.profile, publish_size(prof), args.force_publish)
-    return prof, out, config
+    return prof, RunPlan.check(args, name, args.profile, config, publish_size(prof), PAPER_FIGURES)

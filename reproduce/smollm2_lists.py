@@ -44,8 +44,8 @@ import torch
 from tqdm.auto import tqdm
 
 from reproduce import evidence
-from reproduce.common import PAPER_FIGURES, Parser, RunDir, publish, save_figure, write_json
-from reproduce.evidence import cached_eval, checkpoint_steps, paired, publish_size, summary_table
+from reproduce.common import Parser, RunDir, RunPlan, save_figure
+from reproduce.evidence import cached_eval, checkpoint_steps, paired, summary_table
 from reproduce.smollm2 import load_policy, sample, train_arm
 from reproduce.stats import bootstrap_ci, frontier_at
 from setpo.integrations.trl import gapo_reward_func
@@ -271,8 +271,8 @@ def build_parser() -> Parser:
 def prepare(argv: list[str] | None = None) -> Callable[[], int]:
     """Parse and check every option and the run folder (writing nothing); returns the run to start."""
     args = build_parser().parse_args(argv)
-    prof, out, config = evidence.check_run(args, NAME, PROFILES)
-    return lambda: _execute(args, prof, out, config)
+    prof, plan = evidence.check_run(args, NAME, PROFILES)
+    return lambda: _execute(args, prof, plan)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -280,8 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     return prepare(argv)()
 
 
-def _execute(args: argparse.Namespace, prof: ListsProfile, out: Path, config: dict) -> int:
-    run = RunDir(out, config, overwrite=args.overwrite)
+def _execute(args: argparse.Namespace, prof: ListsProfile, plan: RunPlan) -> int:
+    run = plan.start()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     torch.set_num_threads(max(1, args.threads))
     t0 = time.perf_counter()
@@ -310,14 +310,7 @@ def _execute(args: argparse.Namespace, prof: ListsProfile, out: Path, config: di
     title = "GAPO's list selection on SmolLM2-135M: GRPO, GAPO, SetPO and its placebo"
     files = [figure(run, prof, df), summary_table(run, con, title, setting), run.path / "results.csv",
              run.path / "per_list.csv.gz", run.path / "contrasts.csv"]  # fmt: skip
-    write_json(run.path / "timing.json", {"wall_s_this_call": time.perf_counter() - t0})
-    run.close()
-    print((run.path / "summary.md").read_text())
-    print(f"wall time {time.perf_counter() - t0:.1f} s; results in {run.path}")
-    if args.publish:
-        dest = publish(files, PAPER_FIGURES / NAME, args.profile, publish_size(prof), args.force_publish)
-        print(f"published to {dest}")
-    return 0
+    return plan.finish(run, t0, run.path / "summary.md", files)
 
 
 if __name__ == "__main__":

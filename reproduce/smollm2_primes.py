@@ -38,17 +38,14 @@ from tqdm.auto import tqdm
 
 from reproduce import evidence
 from reproduce.common import (
-    PAPER_FIGURES,
     Parser,
     RunDir,
-    publish,
-    write_json,
+    RunPlan,
 )
 from reproduce.evidence import (
     analyse,
     arms,
     cached_eval,
-    publish_size,
     saved_steps,
 )
 from reproduce.smollm2 import load_policy, sample, train_arm
@@ -184,8 +181,8 @@ def build_parser() -> Parser:
 def prepare(argv: list[str] | None = None) -> Callable[[], int]:
     """Parse and check every option and the run folder (writing nothing); returns the run to start."""
     args = build_parser().parse_args(argv)
-    prof, out, config = evidence.check_run(args, NAME, PROFILES)
-    return lambda: _execute(args, prof, out, config)
+    prof, plan = evidence.check_run(args, NAME, PROFILES)
+    return lambda: _execute(args, prof, plan)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,8 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     return prepare(argv)()
 
 
-def _execute(args: argparse.Namespace, prof, out: Path, config: dict) -> int:
-    run = RunDir(out, config, overwrite=args.overwrite)
+def _execute(args: argparse.Namespace, prof, plan: RunPlan) -> int:
+    run = plan.start()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     torch.set_num_threads(max(1, args.threads))
     t0 = time.perf_counter()
@@ -216,14 +213,7 @@ def _execute(args: argparse.Namespace, prof, out: Path, config: dict) -> int:
         f"{prof.rl_steps} steps x {prof.prompts_per_step} prompts, lr {prof.rl_lr:g}."
     )
     files = analyse(run, prof, evals, "Does SetPO beat GRPO's frontier and a placebo? (SmolLM2-135M, primes)", setting)
-    write_json(run.path / "timing.json", {"wall_s_this_call": time.perf_counter() - t0})
-    run.close()
-    print((run.path / "summary.md").read_text())
-    print(f"wall time {time.perf_counter() - t0:.1f} s; results in {run.path}")
-    if args.publish:
-        dest = publish(files, PAPER_FIGURES / NAME, args.profile, publish_size(prof), args.force_publish)
-        print(f"published to {dest}")
-    return 0
+    return plan.finish(run, t0, run.path / "summary.md", files)
 
 
 if __name__ == "__main__":
