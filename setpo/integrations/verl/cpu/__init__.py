@@ -139,7 +139,8 @@ def _tq_init_with_timeout(init_fn: Any) -> Any:
             raise TimeoutError(
                 f"TransferQueue did not start within {TQ_INIT_TIMEOUT_S:.0f} s: its controller and each of its "
                 f"{units} storage units reserve 1 Ray CPU, and Ray has {free} free; set "
-                "transfer_queue.backend.SimpleStorage.num_data_storage_units lower or ray_kwargs.ray_init.num_cpus higher"
+                "transfer_queue.backend.SimpleStorage.num_data_storage_units lower or "
+                "ray_kwargs.ray_init.num_cpus higher"
             ) from None
         finally:
             pool.shutdown(wait=False)
