@@ -105,7 +105,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_reused_hidden_states_equal_the_extra_forward(tmp_path, model_dir, case):
     source, overrides = CASES[case]
-    trainer = train(model_dir, tmp_path, **overrides)
+    trainer = train(model_dir, tmp_path, sources=("old", "ref"), **overrides)
     assert trainer.batches and trainer.extra_forwards == 0, "the policy ran a forward of its own"
     # The pass's model: the float64 policy, or TRL's reference copy (float32 in TRL < 1.16, which builds it with the
     # default dtype); pooling keeps float64 and turns anything else into float32.
@@ -128,7 +128,7 @@ def test_reference_pass_of_a_lora_policy_is_reused(tmp_path, model_dir):
     from peft import LoraConfig
 
     lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
-    trainer = train(model_dir, tmp_path, peft_config=lora, beta=0.1)
+    trainer = train(model_dir, tmp_path, peft_config=lora, sources=("old", "ref"), beta=0.1)
     (b,) = trainer.batches
     assert b["source"] == "ref" and trainer.extra_forwards == 0
     # At the first step the adapter is the identity (LoRA B = 0): the base model's states are the policy's.
@@ -137,8 +137,8 @@ def test_reference_pass_of_a_lora_policy_is_reused(tmp_path, model_dir):
 
 @pytest.mark.parametrize(
     ("sources", "overrides"),
-    [(("old", "ref"), {}), (("old",), dict(beta=0.1)), ((), dict(num_iterations=2))],
-    ids=["no old or ref pass runs", "ref not allowed", "reuse off"],
+    [(("old", "ref"), {}), (None, dict(beta=0.1)), ((), dict(num_iterations=2))],
+    ids=["no old or ref pass runs", "default: the current policy, never the reference", "reuse off"],
 )
 def test_extra_forward_where_no_allowed_pass_runs(tmp_path, model_dir, sources, overrides):
     trainer = train(model_dir, tmp_path, sources=sources, **overrides)

@@ -95,13 +95,13 @@ class SetPOTrainer(GRPOTrainer):
     last hidden states over the completion tokens, the same pooling as the extra forward). Sources, in the order
     of ``setpo_policy_hidden_sources``: ``"old"``, the old per-token log-probs (the current policy; TRL runs it when
     ``num_iterations > 1``, when ``gradient_accumulation_steps`` is not a multiple of ``steps_per_generation *
-    num_iterations``, or for vLLM importance sampling), then ``"ref"``, the reference log-probs (``beta != 0``:
-    the reference model, or the PEFT base with the adapter off, i.e. the *start* policy, a frozen embedder that
-    equals the current policy's hidden states only at the first step). Where none runs (TRL's defaults
-    ``num_iterations=1, beta=0``) the policy runs one extra no-grad forward over the batch in eval mode
-    (``setpo_policy_chunk_tokens`` tokens per pass): about the cost of the old log-prob pass, a third of a
-    forward + backward. Set ``setpo_policy_hidden_sources = ("old",)`` on the class or instance to always embed
-    with the current policy, ``()`` to always run the extra forward. TRL runs its pass with the model in training
+    num_iterations``, or for vLLM importance sampling). Where it does not run (TRL's default ``num_iterations=1``)
+    the policy runs one extra no-grad forward over the batch in eval mode (``setpo_policy_chunk_tokens`` tokens per
+    pass): about the cost of the old log-prob pass, a third of a forward + backward. Opt-in: ``("old", "ref")``
+    also reuses the reference log-prob pass (``beta != 0``: the reference model, or the PEFT base with the adapter
+    off), which is the *start* policy: a frozen embedder equal to the current policy's hidden states only at the
+    first step, so "policy" then no longer means the current policy. ``()`` always runs the extra forward. Set it
+    on the class or instance. TRL runs its pass with the model in training
     mode (dropout on if the model has any; TRL's ``disable_dropout`` turns it off), the extra forward in eval mode.
 
     Metrics: setpo/lambda (effective), setpo/placebo (1 or 0), setpo/credit_mean, setpo/credit_std (over kernel
@@ -122,8 +122,8 @@ class SetPOTrainer(GRPOTrainer):
     (mean |R~ - R|, reward methods) and method/<name>/advantage_delta (mean |A - A_bar|).
     """
 
-    #: TRL passes whose hidden states the "policy" embedder reuses, in order of preference ("old", "ref").
-    setpo_policy_hidden_sources: tuple[str, ...] = ("old", "ref")
+    #: TRL passes whose hidden states the "policy" embedder reuses, in order of preference ("old", and opt-in "ref").
+    setpo_policy_hidden_sources: tuple[str, ...] = ("old",)
 
     def __init__(
         self,
