@@ -335,3 +335,10 @@ def test_settings_cover_every_paper_run_with_its_hyperparameters():
         if s.lam is not None:
             base = SETTINGS[name.replace("setpo_", "")]
             assert estimate(base).gpu_hours_per_seed < e.gpu_hours_per_seed
+
+
+def test_the_embedder_is_needed_for_the_credit_or_a_method_that_reads_embeddings():
+    assert SetPOVerlConfig(lam=0.1).needs_embedder and SetPOVerlConfig(lam=0.0, target_ratio=0.1).needs_embedder
+    assert not SetPOVerlConfig(lam=0.0).needs_embedder
+    assert SetPOVerlConfig(lam=0.0, method="dqo").needs_embedder  # DQO's kernel comes from embeddings
+    assert not SetPOVerlConfig(lam=0.0, method="passk").needs_embedder  # correctness only

@@ -125,6 +125,12 @@ class SetPOVerlConfig:
         return self.method == "setpo" and (self.lam > 0 or self.target_ratio is not None)
 
     @property
+    def needs_embedder(self) -> bool:
+        """True when the hook embeds responses: the SetPO credit is on, or the chosen method reads embeddings."""
+        m = self.diversity_method
+        return self.enabled or (m is not None and "embeddings" in m.required_inputs(**self.method_kwargs))
+
+    @property
     def diversity_method(self) -> Method | None:
         """The registered method when ``method`` is not "setpo" (it then replaces the credit), else None."""
         return None if self.method == "setpo" else get_method(self.method)

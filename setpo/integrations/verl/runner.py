@@ -199,4 +199,4 @@ def _setpo_active(config: DictConfig, setpo_cfg: SetPOVerlConfig) -> bool:
 
     from setpo.integrations.verl.trainer import SetPOTrainerSync
 
-    return issubclass(get_trainer_cls(config.trainer.v1.trainer_mode), SetPOTrainerSync) and setpo_cfg.lam > 0
+    return issubclass(get_trainer_cls(config.trainer.v1.trainer_mode), SetPOTrainerSync) and setpo_cfg.needs_embedder

@@ -202,9 +202,7 @@ class SetPOTrainerSync(PPOTrainerSync):
         check_base_estimator(self.config.algorithm.adv_estimator)
         self._setpo_embedder: Embedder | None = None
         self._setpo_last_lambda = 0.0
-        method = self.setpo_config.diversity_method
-        embeds = method is not None and "embeddings" in method.required_inputs(**self.setpo_config.method_params)
-        if self.setpo_config.enabled or embeds:
+        if self.setpo_config.needs_embedder:
             self._setpo_embedder = embedder_from_config(self.setpo_config)
 
     @property
