@@ -68,3 +68,21 @@ def verdict(lo: float, hi: float) -> str:
     if hi <= 0:
         return "refuted"
     return "inconclusive"
+
+
+def holm_adjust(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (Holm 1979): p_(i) * (m - i + 1), running maximum, capped at 1.
+
+    Controls the family-wise error when several methods are each tested against one baseline.
+    """
+    p = np.asarray(pvalues, dtype=np.float64)
+    if p.ndim != 1 or p.size == 0:
+        raise ValueError(f"need a non-empty 1-d sequence of p-values, got shape {p.shape}")
+    if not np.all((p >= 0) & (p <= 1)):
+        raise ValueError(f"p-values must lie in [0, 1], got {p.tolist()}")
+    order = np.argsort(p, kind="stable")
+    m = p.size
+    stepped = np.maximum.accumulate(p[order] * (m - np.arange(m)))
+    out = np.empty(m)
+    out[order] = np.minimum(stepped, 1.0)
+    return out.tolist()

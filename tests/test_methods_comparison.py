@@ -1,0 +1,147 @@
+"""The methods comparison: each arm's SetPOConfig, the contrasts and table on a synthetic frame with known answers,
+Holm's adjustment, and one smoke run end to end (GRPO + DARLING + DQO)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reproduce import methods_comparison as mc
+from reproduce.common import RunDir
+from reproduce.stats import holm_adjust
+from setpo.integrations.trl import SetPOConfig
+
+
+def _config(arm: mc.Arm, G: int = 7, tmp_path=None) -> SetPOConfig:
+    prof = mc.PROFILES["full"]
+    return SetPOConfig(**mc.arm_config(prof, arm, G, 3, tmp_path / arm.name))
+
+
+def test_arms_build_their_setpo_configs(tmp_path):
+    expect = {
+        "grpo": ("setpo", {}, 1.0, 0.0),
+        "setpo_r0.3": ("setpo", {}, 1.0, 0.0),
+        "dra_grpo": ("dra_grpo", {"scope": "group", "clamp": True}, 1.0, 0.0),
+        "darling": ("darling", {"partition": "answer", "floor": 0.1}, 1.0, 0.0),
+        "diver": ("diver", {"lam": 1.0, "correct_only": True, "tokenization": "char"}, 1.0, 0.0),
+        "dqo": ("dqo", {"alpha": 1.3, "ridge": 1.0}, 1.0, 0.0),
+        "passk": ("passk", {"k": 4}, 1.0, 0.0),
+        "entropy": ("entropy_bonus", {"coef": 0.1}, 1.0, 0.1),
+        "grpo_t1.3": ("setpo", {}, 1.3, 0.0),
+    }
+    assert list(mc.ARMS) == list(expect) and mc.PROFILES["full"].arms == tuple(expect)
+    for name, (method, kwargs, temperature, entropy_coef) in expect.items():
+        cfg = _config(mc.ARMS[name], tmp_path=tmp_path)
+        assert cfg.diversity_method == method, name
+        assert (cfg.diversity_method_kwargs or {}) == kwargs, name
+        assert (cfg.temperature, cfg.entropy_coef) == (temperature, entropy_coef), name
+        # the shared budget: same steps, batch, lr, beta and seeds in every arm
+        assert (cfg.max_steps, cfg.per_device_train_batch_size, cfg.num_generations) == (60, 16 * 7, 7), name
+        assert (cfg.learning_rate, cfg.beta, cfg.seed, cfg.data_seed) == (3e-4, 0.001, 3, 3), name
+        if method != "setpo":
+            assert cfg.diversity_correct_threshold == 0.5, name  # 0.1 is Countdown's format score, not correct
+    assert not _config(mc.ARMS["grpo"], tmp_path=tmp_path).setpo_enabled
+    setpo = _config(mc.ARMS["setpo_r0.3"], tmp_path=tmp_path)
+    assert setpo.setpo_enabled and setpo.setpo_target_ratio == 0.3 and not setpo.setpo_placebo
+    needs = {n for n, a in mc.ARMS.items() if a.embedder}
+    assert needs == {"setpo_r0.3", "dra_grpo", "dqo"} and {n for n, a in mc.ARMS.items() if a.answers} == {"darling"}
+
+
+def test_profile_refuses_unknown_or_misordered_arms():
+    with pytest.raises(ValueError, match="unknown arm"):
+        replace(mc.PROFILES["quick"], arms=("grpo", "gapo"))
+    with pytest.raises(ValueError, match="start with 'grpo'"):
+        replace(mc.PROFILES["quick"], arms=("darling", "grpo"))
+
+
+def test_commutative_answer_merges_operand_order():
+    a = mc.commutative_answer("<answer>(3+4)*5</answer>")
+    assert a == mc.commutative_answer("<answer>5*(4+3)</answer>") != mc.commutative_answer("<answer>3+4*5</answer>")
+    assert mc.commutative_answer("no tags") is None
+    assert mc.commutative_answer("<answer>3+</answer>") == "3+"  # does not parse: kept as written
+
+
+def test_holm_adjust_known_values():
+    assert holm_adjust([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    assert holm_adjust([0.3, 0.3]) == pytest.approx([0.6, 0.6])
+    assert holm_adjust([0.6, 0.2]) == pytest.approx([0.6, 0.4])  # monotone and capped at 1
+    with pytest.raises(ValueError, match="p-values"):
+        holm_adjust([0.1, 1.5])
+
+
+def _synthetic(prof):
+    """Results and timing frames with known answers: GRPO's path is the straight line (0.2, 0.9) -> (0.6, 0.5)
+    pass@n = 1.1 - pass@1 on every seed; 'darling' lies 0.05 + 0.01 s above it, 'dqo' 0.02 below on every seed."""
+    n, rows, times = prof.eval_n, [], []
+    k = f"pass@{n}"
+    rows.append({"arm": "start", "G": 0, "seed": -1, "step": 0, "decoding": "T1_p1", "pass@1": 0.2, k: 0.9,
+                 "distinct": 2.0})  # fmt: skip
+    for s in range(prof.seeds):
+        rows.append({"arm": "grpo", "G": 7, "seed": s, "step": prof.rl_steps, "decoding": "T1_p1", "pass@1": 0.6,
+                     k: 0.5, "distinct": 1.0})  # fmt: skip
+        rows.append({"arm": "darling", "G": 7, "seed": s, "step": prof.rl_steps, "decoding": "T1_p1", "pass@1": 0.4,
+                     k: 0.7 + 0.05 + 0.01 * s, "distinct": 1.5})  # fmt: skip
+        rows.append({"arm": "dqo", "G": 7, "seed": s, "step": prof.rl_steps, "decoding": "T1_p1", "pass@1": 0.5,
+                     k: 0.6 - 0.02, "distinct": 1.0})  # fmt: skip
+        for arm, t in (("grpo", 1.0), ("darling", 1.5), ("dqo", 2.0)):
+            times.append({"arm": arm, "G": 7, "seed": s, "step_time_s": t * (1 + s), "steps": 2, "wall_s": 1.0})
+    return pd.DataFrame(rows), pd.DataFrame(times)
+
+
+def test_contrasts_and_table_on_a_synthetic_frame(tmp_path):
+    prof = replace(mc.PROFILES["full"], seeds=4, arms=("grpo", "darling", "dqo"), eval_n=8)
+    df, times = _synthetic(prof)
+    con = mc.comparison(df, times, prof)
+    gap = con[con.claim == "lies above GRPO's frontier"].set_index("arm")
+    assert gap.loc["darling", "mean"] == pytest.approx(0.05 + 0.01 * np.mean(range(4)))
+    assert gap.loc["darling", "verdict"] == "confirmed" and gap.loc["darling", "seeds_up"] == 4
+    assert gap.loc["dqo", "mean"] == pytest.approx(-0.02) and gap.loc["dqo", "verdict"] == "refuted"
+    assert gap.loc["darling", "p_signflip"] == pytest.approx(2 / 16)  # all 4 signs up: 2 of 16 patterns as extreme
+    assert gap.loc["darling", "p_holm"] == pytest.approx(min(1.0, 2 * 2 / 16))
+    cost = con[(con.claim == "minus GRPO end point") & (con.metric == "pass@1")].set_index("arm")
+    assert cost.loc["darling", "mean"] == pytest.approx(-0.2) and cost.loc["darling", "verdict"] == "-"
+    slow = con[con.claim == "step time over GRPO's"].set_index("arm")
+    assert slow.loc["dqo", "mean"] == pytest.approx(1.0) and slow.loc["darling", "mean"] == pytest.approx(0.5)
+    regime = con[con.arm == "grpo"].iloc[0]
+    assert regime["mean"] == pytest.approx(-0.4) and regime["verdict"] == "refuted"
+
+    run = RunDir(tmp_path / "run", {"t": 1})
+    path = mc.summary_table(run, prof, con, times, {"dqo": {"ratio": 0.29}}, "Setting.")
+    text = path.read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")]
+    assert rows[0].startswith("| 1 | darling |") and "confirmed" in rows[0] and "+50%" in rows[0]
+    assert rows[1].startswith("| 2 | dqo |") and "refuted" in rows[1] and "+100%" in rows[1]
+    assert "the start is on the frontier" in text and "dqo: 0.29" in text and "GAPO: not applicable" in text
+    run.close()
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("methods")
+    assert mc.main(["--profile", "smoke", "--out", str(out)]) == 0
+    return out
+
+
+def test_smoke_run_end_to_end(smoke_run):
+    prof = mc.PROFILES["smoke"]
+    G = prof.group_sizes[0]
+    for seed in range(prof.seeds):
+        for name in prof.arms:
+            rl = json.loads((smoke_run / "steps" / f"rl_{name}_g{G}_s{seed}.json").read_text())
+            assert rl["fields"]["diversity_method"] == mc.ARMS[name].config_fields()["diversity_method"]
+            assert len(rl["log"]) == prof.rl_steps and all("step_time" in h for h in rl["log"])
+            if name != "grpo":  # the method ran inside the trainer and changed the advantages it logged
+                assert all(f"method/{name}/advantage_delta" in h for h in rl["log"])
+    con = pd.read_csv(smoke_run / "contrasts.csv")
+    assert set(con[con.claim == "lies above GRPO's frontier"].arm) == {"darling", "dqo"}
+    timing = pd.read_csv(smoke_run / "timing.csv")
+    assert len(timing) == prof.seeds * len(prof.arms) and (timing.step_time_s > 0).all()
+    sizes = json.loads((smoke_run / "term_sizes.json").read_text())
+    assert set(sizes) >= {"darling", "dqo"} and sizes["G"] == G
+    for f in ("methods_frontier.png", "summary.md", "results.csv", "per_problem.csv.gz"):
+        assert (smoke_run / f).is_file(), f
+    assert (smoke_run / "summary.md").read_text().count("| 1 |") == 1
