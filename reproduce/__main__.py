@@ -23,6 +23,7 @@ EXPERIMENTS = [
     "countdown_evidence",
     "smollm2_primes",
     "smollm2_lists",
+    "methods_comparison",
     "credit_scale",
     "toy_bandit",
     "countdown",

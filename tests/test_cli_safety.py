@@ -369,7 +369,15 @@ def test_quick_with_a_bad_value_says_one_line_per_experiment(capsys):
     assert rc == 2 and "Traceback" not in err
     assert [x.split(":")[0] for x in lines] == [
         f"python -m reproduce {e}"  # the experiments that have --seeds, in the order quick runs them
-        for e in ("countdown_evidence", "smollm2_primes", "smollm2_lists", "toy_bandit", "countdown", "gapo_lists")
+        for e in (
+            "countdown_evidence",
+            "smollm2_primes",
+            "smollm2_lists",
+            "methods_comparison",
+            "toy_bandit",
+            "countdown",
+            "gapo_lists",
+        )
     ]
     assert "nothing started" in out
 
