@@ -66,6 +66,7 @@ from setpo.tasks.list_selection import (
     item_tokenizer,
     parse_list_prompt,
     sft_examples,
+    validity_reward,
 )
 
 NAME = "gapo_lists"
@@ -170,11 +171,6 @@ PROFILES: dict[str, GapoListsConfig] = {
 
 # ---------------------------------------------------------------------------------------------------------------
 # Rewards
-
-
-def validity_reward(prompts, completions, valid_answers, **_) -> list[float]:
-    """1 when the completion's answer is one of the valid items (listed items), else 0."""
-    return [1.0 if is_valid(extract_answer(c), v) else 0.0 for c, v in zip(completions, valid_answers)]
 
 
 def _group_distinct(prompts, completions, group_size, valid_answers, **_) -> list[float]:

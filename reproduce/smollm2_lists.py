@@ -50,7 +50,7 @@ from reproduce.smollm2 import load_policy, sample, train_arm
 from reproduce.stats import bootstrap_ci, frontier_at
 from setpo.integrations.trl import gapo_reward_func
 from setpo.metrics.diversity import js_to_uniform
-from setpo.tasks.list_selection import VOCABULARY, extract_answer, is_valid
+from setpo.tasks.list_selection import VOCABULARY, extract_answer, is_valid, validity_reward
 
 NAME = "smollm2_lists"
 COMMAND = "python -m reproduce smollm2_lists --profile {profile}"
@@ -123,11 +123,6 @@ def prompt(items: tuple[str, ...]) -> str:
     return PROMPT.format(items=", ".join(items))
 
 
-def valid_reward(completions, valid_answers, **_) -> list[float]:
-    """TRL reward: 1.0 when the completion's answer is a listed item, else 0.0."""
-    return [float(is_valid(extract_answer(c), v)) for c, v in zip(completions, valid_answers)]
-
-
 class AnswerOneHot:
     """Embeds the answer (the normalised first line; the text when empty) as a one-hot hashed vector."""
 
@@ -156,7 +151,7 @@ def list_metrics(answers: list[str | None], items: tuple[str, ...]) -> dict:
 def stage_rl(run: RunDir, prof: ListsProfile, arm: str, reward: str, ratio: float, placebo: bool, seed: int) -> Path:
     """One LoRA RL run from the start model; GRPO also saves its frontier adapters. Returns the final adapter."""
     rows = [{"prompt": prompt(items), "valid_answers": list(items)} for items in make_lists("train", TRAIN_LISTS)]
-    fn = valid_reward if reward == "valid" else gapo_reward_func(extract_answer)
+    fn = validity_reward if reward == "valid" else gapo_reward_func(extract_answer)
     saves = [s for s in checkpoint_steps(prof.rl_steps, prof.frontier_points) if 0 < s < prof.rl_steps]
     G = prof.group_size
     return train_arm(run, f"{arm}_s{seed}", rows, [fn], AnswerOneHot(), prof=prof, G=G, seed=seed, ratio=ratio,

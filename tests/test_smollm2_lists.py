@@ -20,10 +20,10 @@ def test_test_lists_are_eight_distinct_items_and_never_a_training_list():
     assert not any("red" in t or "green" in t for t in test)  # colours are the prompt's example
 
 
-def test_valid_reward_reads_the_first_line():
+def test_validity_reward_reads_the_first_line():
     items = ["pear", "fig", "kiwi"]
     completions = [" fig\nList: x", " Pear.", " apple", "", " kiwi, fig"]
-    assert sl.valid_reward(completions, [items] * 5) == [1.0, 1.0, 0.0, 0.0, 0.0]
+    assert sl.validity_reward(prompts=None, completions=completions, valid_answers=[items] * 5) == [1, 1, 0, 0, 0]
 
 
 def test_answer_kernel_is_same_answer_or_not():

@@ -155,6 +155,11 @@ def is_valid(answer: str | None, valid: Iterable[str]) -> bool:
     return bool(a) and a in {normalize_answer(v) for v in valid}
 
 
+def validity_reward(prompts, completions, valid_answers, **_) -> list[float]:
+    """TRL reward: 1 when the completion's answer is one of the row's valid items (the listed items), else 0."""
+    return [1.0 if is_valid(extract_answer(c), v) else 0.0 for c, v in zip(completions, valid_answers)]
+
+
 def item_tokenizer(vocab: dict[str, Sequence[str]] | None = None):
     """`setpo.tiny.build_char_tokenizer` plus one whole-word token per vocabulary item.
 
