@@ -97,6 +97,7 @@ COMMAND = "python -m reproduce methods_comparison --profile {profile}"
 SETPO_RATIO = 0.3
 CORRECT_THRESHOLD = 0.5  # Countdown rewards: 0, 0.1 (format only), 1.0 (hits the target)
 CALIBRATION_GRID = (0.03, 0.1, 0.3, 0.5, 1.0, 3.0)
+COLORS = ("C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9", "k")  # C0 is GRPO's path, grey the start
 
 
 @dataclass(frozen=True)
@@ -408,7 +409,7 @@ def figure(run: RunDir, prof: MethodsProfile, df) -> Path:
         for i, arm in enumerate(run_arms(prof)[1:]):
             e = d[(d.arm == arm.name) & (d.step == prof.rl_steps)]
             x, y = e["pass@1"].to_numpy(), e[kmax].to_numpy()
-            style = {"fmt": markers[i % len(markers)], "color": f"C{i + 1}", "label": arm.name, "ms": 7}
+            style = {"fmt": markers[i % len(markers)], "color": COLORS[i % len(COLORS)], "label": arm.name, "ms": 7}
             if len(x) > 1:
                 (_, xl, xh), (_, yl, yh) = bootstrap_ci(x), bootstrap_ci(y)
                 ax.errorbar(x.mean(), y.mean(), xerr=[[x.mean() - xl], [xh - x.mean()]],
@@ -442,6 +443,12 @@ def summary_table(run: RunDir, prof: MethodsProfile, con, times, sizes: dict, se
         "inconclusive. GAPO: not applicable to Countdown (no given valid-answer set; see the module docstring).",
         "",
     ]
+    if prof.seeds < 5:
+        note = (
+            f"With {prof.seeds} seeds a bootstrap CI is the range of the seeds' values and the smallest sign-flip p "
+            f"is {2 / 2**prof.seeds:.3g}: these verdicts check the pipeline, they are not evidence."
+        )
+        lines += [note, ""]
     for (G, dec), c in con.groupby(["G", "decoding"], sort=False):
         regime = c[c.arm == "grpo"].iloc[0]
         lines += [f"## G = {G}, decoding {dec}", ""]

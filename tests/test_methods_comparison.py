@@ -116,6 +116,7 @@ def test_contrasts_and_table_on_a_synthetic_frame(tmp_path):
     assert rows[0].startswith("| 1 | darling |") and "confirmed" in rows[0] and "+50%" in rows[0]
     assert rows[1].startswith("| 2 | dqo |") and "refuted" in rows[1] and "+100%" in rows[1]
     assert "the start is on the frontier" in text and "dqo: 0.29" in text and "GAPO: not applicable" in text
+    assert "not evidence" in text  # 4 seeds: the verdicts are labelled a pipeline check
     run.close()
 
 
