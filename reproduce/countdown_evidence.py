@@ -36,7 +36,6 @@ import itertools
 import os
 import random
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -47,7 +46,6 @@ from tqdm.auto import tqdm
 from reproduce import evidence
 from reproduce.common import (
     CPU_TRL_ARGS,
-    Parser,
     RunDir,
     RunPlan,
     write_json,
@@ -274,23 +272,6 @@ def stage_eval(run: RunDir, prof: EvidenceProfile, model_path: Path, test, name:
 # --------------------------------------------------------------------------- entry point
 
 
-def build_parser() -> Parser:
-    """The command-line options."""
-    return evidence.build_parser(NAME, __doc__.splitlines()[0], PROFILES, threads=1)
-
-
-def prepare(argv: list[str] | None = None) -> Callable[[], int]:
-    """Parse and check every option and the run folder (writing nothing); returns the run to start."""
-    args = build_parser().parse_args(argv)
-    prof, plan = evidence.check_run(args, NAME, PROFILES)
-    return lambda: _execute(args, prof, plan)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command line (see the module docstring)."""
-    return prepare(argv)()
-
-
 def _execute(args: argparse.Namespace, prof, plan: RunPlan) -> int:
     run = plan.start()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -318,6 +299,8 @@ def _execute(args: argparse.Namespace, prof, plan: RunPlan) -> int:
     files = analyse(run, prof, evals, "Does SetPO beat GRPO's frontier and a placebo? (Countdown, tiny LM)", setting)
     return plan.finish(run, t0, run.path / "summary.md", files)
 
+
+build_parser, prepare, main = evidence.entry_points(NAME, __doc__, PROFILES, 1, lambda *a: _execute(*a))
 
 if __name__ == "__main__":
     raise SystemExit(main())

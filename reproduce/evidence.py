@@ -219,6 +219,26 @@ def build_parser(name: str, description: str, profiles: dict, threads: int) -> P
                              "profile's)", threads=threads)  # fmt: skip
 
 
+def entry_points(name: str, doc: str, profiles: dict, threads: int, execute: Callable[..., int]) -> tuple:
+    """(build_parser, prepare, main) of an evidence experiment whose run is ``execute(args, profile, plan)``."""
+
+    def build_parser_() -> Parser:
+        """The command-line options."""
+        return build_parser(name, doc.strip().splitlines()[0], profiles, threads)
+
+    def prepare(argv: list[str] | None = None) -> Callable[[], int]:
+        """Parse and check every option and the run folder (writing nothing); returns the run to start."""
+        args = build_parser_().parse_args(argv)
+        prof, plan = check_run(args, name, profiles)
+        return lambda: execute(args, prof, plan)
+
+    def main(argv: list[str] | None = None) -> int:
+        """Command line (see the module docstring)."""
+        return prepare(argv)()
+
+    return build_parser_, prepare, main
+
+
 def check_run(args: argparse.Namespace, name: str, profiles: dict) -> tuple[Any, RunPlan]:
     """(profile, checked run plan) of parsed options: the folder and any publish checked, nothing written."""
     prof = profiles[args.profile]

@@ -67,7 +67,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,7 +77,7 @@ import torch
 from tqdm.auto import tqdm
 
 from reproduce import evidence
-from reproduce.common import Parser, RunDir, RunPlan, cpu_rl_args, save_figure, write_json
+from reproduce.common import RunDir, RunPlan, cpu_rl_args, save_figure, write_json
 from reproduce.countdown import stage_sft
 from reproduce.countdown_evidence import EvidenceProfile, stage_data, stage_eval
 from reproduce.evidence import checkpoint_callback, paired, per_problem_frame, results_frame, saved_steps
@@ -500,23 +500,6 @@ def analyse(run: RunDir, prof: MethodsProfile, evals: dict, sizes: dict, setting
 # --------------------------------------------------------------------------- entry point
 
 
-def build_parser() -> Parser:
-    """The command-line options."""
-    return evidence.build_parser(NAME, __doc__.splitlines()[0], PROFILES, threads=1)
-
-
-def prepare(argv: list[str] | None = None) -> Callable[[], int]:
-    """Parse and check every option and the run folder (writing nothing); returns the run to start."""
-    args = build_parser().parse_args(argv)
-    prof, plan = evidence.check_run(args, NAME, PROFILES)
-    return lambda: _execute(args, prof, plan)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command line (see the module docstring)."""
-    return prepare(argv)()
-
-
 def _execute(args: argparse.Namespace, prof: MethodsProfile, plan: RunPlan) -> int:
     run = plan.start()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -545,6 +528,8 @@ def _execute(args: argparse.Namespace, prof: MethodsProfile, plan: RunPlan) -> i
     files = analyse(run, prof, evals, sizes, setting)
     return plan.finish(run, t0, run.path / "summary.md", files)
 
+
+build_parser, prepare, main = evidence.entry_points(NAME, __doc__, PROFILES, 1, lambda *a: _execute(*a))
 
 if __name__ == "__main__":
     raise SystemExit(main())

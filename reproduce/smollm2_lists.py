@@ -35,7 +35,6 @@ import os
 import random
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +43,7 @@ import torch
 from tqdm.auto import tqdm
 
 from reproduce import evidence
-from reproduce.common import Parser, RunDir, RunPlan, save_figure
+from reproduce.common import RunDir, RunPlan, save_figure
 from reproduce.evidence import cached_eval, checkpoint_steps, paired, summary_table
 from reproduce.smollm2 import load_policy, sample, train_arm
 from reproduce.stats import bootstrap_ci, frontier_at
@@ -258,23 +257,6 @@ def figure(run: RunDir, prof: ListsProfile, df) -> Path:
     return out
 
 
-def build_parser() -> Parser:
-    """The command-line options."""
-    return evidence.build_parser(NAME, __doc__.splitlines()[0], PROFILES, threads=2)
-
-
-def prepare(argv: list[str] | None = None) -> Callable[[], int]:
-    """Parse and check every option and the run folder (writing nothing); returns the run to start."""
-    args = build_parser().parse_args(argv)
-    prof, plan = evidence.check_run(args, NAME, PROFILES)
-    return lambda: _execute(args, prof, plan)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command line (see the module docstring)."""
-    return prepare(argv)()
-
-
 def _execute(args: argparse.Namespace, prof: ListsProfile, plan: RunPlan) -> int:
     run = plan.start()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -307,6 +289,8 @@ def _execute(args: argparse.Namespace, prof: ListsProfile, plan: RunPlan) -> int
              run.path / "per_list.csv.gz", run.path / "contrasts.csv"]  # fmt: skip
     return plan.finish(run, t0, run.path / "summary.md", files)
 
+
+build_parser, prepare, main = evidence.entry_points(NAME, __doc__, PROFILES, 2, lambda *a: _execute(*a))
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -28,7 +28,6 @@ import argparse
 import os
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +37,6 @@ from tqdm.auto import tqdm
 
 from reproduce import evidence
 from reproduce.common import (
-    Parser,
     RunDir,
     RunPlan,
 )
@@ -173,23 +171,6 @@ def stage_eval(run: RunDir, prof: PrimesProfile, adapter: Path | None, name: str
     return cached_eval(run, name, lambda: evaluate(adapter, prof))
 
 
-def build_parser() -> Parser:
-    """The command-line options."""
-    return evidence.build_parser(NAME, __doc__.splitlines()[0], PROFILES, threads=2)
-
-
-def prepare(argv: list[str] | None = None) -> Callable[[], int]:
-    """Parse and check every option and the run folder (writing nothing); returns the run to start."""
-    args = build_parser().parse_args(argv)
-    prof, plan = evidence.check_run(args, NAME, PROFILES)
-    return lambda: _execute(args, prof, plan)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command line (see the module docstring)."""
-    return prepare(argv)()
-
-
 def _execute(args: argparse.Namespace, prof, plan: RunPlan) -> int:
     run = plan.start()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -215,6 +196,8 @@ def _execute(args: argparse.Namespace, prof, plan: RunPlan) -> int:
     files = analyse(run, prof, evals, "Does SetPO beat GRPO's frontier and a placebo? (SmolLM2-135M, primes)", setting)
     return plan.finish(run, t0, run.path / "summary.md", files)
 
+
+build_parser, prepare, main = evidence.entry_points(NAME, __doc__, PROFILES, 2, lambda *a: _execute(*a))
 
 if __name__ == "__main__":
     raise SystemExit(main())
