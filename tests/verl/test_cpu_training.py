@@ -95,6 +95,7 @@ def run_verl(out: Path, model_dir: str, train_file: str, n_workers: int, lam: fl
         "trainer.project_name=setpo_cpu",
         "trainer.experiment_name=test",
         f"trainer.default_local_dir={out / 'checkpoints'}",
+        f"hydra.run.dir={out / 'hydra'}",  # hydra's own output folder: in the test's folder, not the repository
         "trainer.v1.trainer_mode=setpo_sync",
         f"+setpo.lambda={lam}",
         "+setpo.embedder=hashed",
