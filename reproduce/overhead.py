@@ -26,8 +26,9 @@ Design (fixed before the measurements).
   Steps of one run are not independent (same machine state), so the CIs are a lower bound on the uncertainty.
 * Per step the CSV keeps the buckets: generation (``_generate_single_turn``), SetPO embedding and credits,
   the rest of scoring (rewards, old / reference log-probs), loss forward, backward, optimizer and the rest.
-* Profiles: ``smoke`` (tests), ``quick`` (the main job; tiny policy, under 2 minutes on 2 cores) and ``full``
-  (two tiny policies and SmolLM2-135M at the paper's G = 6). ``--device cuda`` runs on a GPU (the step timers
+* Profiles: ``smoke`` (tests), ``quick`` (the main job; tiny policy, under 2 minutes on 2 cores), ``full``
+  (two tiny policies and SmolLM2-135M at the paper's G = 6) and ``smollm2`` (full's SmolLM2 part alone, 2 rounds
+  x 4 steps). ``--device cuda`` runs on a GPU (the step timers
   then synchronise the device; the trainer's embed / credit timers do not, so on a GPU they can miss queued work).
 
 How to read CPU numbers: the paper's "< 10% wall-clock" is for 1.5B-32B policies generating up to 4096 tokens on
@@ -138,6 +139,8 @@ PROFILES = {
         policies=(PolicySize("tiny-h64xL2", 16), PolicySize("tiny-h256xL4", 16), PolicySize(SMOLLM2, 4, 48)),
         group_size=6, steps=6, rounds=4,
     ),
+    # the SmolLM2 part of "full" alone, with fewer steps: for when the whole full profile does not fit
+    "smollm2": OverheadProfile(policies=(PolicySize(SMOLLM2, 4, 48),), group_size=6, steps=4, rounds=2),
 }  # fmt: skip
 
 
