@@ -20,6 +20,9 @@ import numpy as np
 from reproduce.common import PAPER_FIGURES, Parser, RunDir, RunPlan, UsageError, experiment_parser, save_figure
 from reproduce.stats import bootstrap_ci, frontier_at, sign_flip_pvalue, verdict
 
+#: gzip with a fixed timestamp, so the same counts give the same bytes
+GZIP = {"method": "gzip", "mtime": 0}
+
 
 def checkpoint_steps(rl_steps: int, points: int) -> list[int]:
     """GRPO steps whose checkpoints trace the frontier: ``points`` evenly spaced over 0..rl_steps (0 is the start)."""
@@ -131,7 +134,7 @@ def figure_frontier(run: RunDir, prof: Any, df) -> Path:
             path = d[d.arm == "grpo"].groupby("step")[["pass@1", kmax]].mean()
             path = [(float(start["pass@1"].iloc[0]), float(start[kmax].iloc[0]))] + list(path.itertuples(index=False))
             ax.plot(*zip(*path), "-o", color=colors["grpo"], label="GRPO path (checkpoints, mean over seeds)")
-            ax.plot(start["pass@1"], start[kmax], "s", color="grey", ms=9, label="start (SFT)")
+            ax.plot(start["pass@1"], start[kmax], "s", color="grey", ms=9, label="start model")
             for arm, _, _ in arms(prof)[1:]:
                 e = d[(d.arm == arm) & (d.step == prof.rl_steps)]
                 x, y = e["pass@1"].to_numpy(), e[kmax].to_numpy()
@@ -189,7 +192,7 @@ def analyse(run: RunDir, prof: Any, evals: dict, title: str, setting: str) -> li
     summary.md in the run folder; returns their paths."""
     df = results_frame(prof, evals)
     df.to_csv(run.path / "results.csv", index=False)
-    per_problem_frame(evals).to_csv(run.path / "per_problem.csv.gz", index=False)
+    per_problem_frame(evals).to_csv(run.path / "per_problem.csv.gz", index=False, compression=GZIP)
     con = contrasts(df, prof)
     con.to_csv(run.path / "contrasts.csv", index=False)
     return [figure_frontier(run, prof, df), summary_table(run, con, title, setting), run.path / "results.csv",

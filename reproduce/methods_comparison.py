@@ -487,7 +487,7 @@ def analyse(run: RunDir, prof: MethodsProfile, evals: dict, sizes: dict, setting
     """results.csv, per_problem.csv.gz, timing.csv, contrasts.csv, methods_frontier.png and summary.md."""
     df = results_frame(prof, evals)
     df.to_csv(run.path / "results.csv", index=False)
-    per_problem_frame(evals).to_csv(run.path / "per_problem.csv.gz", index=False)
+    per_problem_frame(evals).to_csv(run.path / "per_problem.csv.gz", index=False, compression=evidence.GZIP)
     times = step_times(run, prof)
     times.to_csv(run.path / "timing.csv", index=False)
     con = comparison(df, times, prof)

@@ -276,7 +276,7 @@ def _execute(args: argparse.Namespace, prof: ListsProfile, plan: RunPlan) -> int
 
     df = results_frame(evals)
     df.to_csv(run.path / "results.csv", index=False)
-    per_list_frame(evals).to_csv(run.path / "per_list.csv.gz", index=False)
+    per_list_frame(evals).to_csv(run.path / "per_list.csv.gz", index=False, compression=evidence.GZIP)
     con = contrasts(df, prof)
     con.to_csv(run.path / "contrasts.csv", index=False)
     setting = (
