@@ -45,9 +45,9 @@ from tqdm.auto import tqdm
 
 from reproduce import evidence
 from reproduce.common import (
-    CPU_TRL_ARGS,
     RunDir,
     RunPlan,
+    cpu_rl_args,
     write_json,
 )
 from reproduce.countdown import CountdownProfile, stage_sft
@@ -196,21 +196,9 @@ def stage_rl(run: RunDir, prof: EvidenceProfile, sft: Path, train, arm: str, rat
     model.train()
     rows = [{"prompt": make_prompt(p, "compact"), "target": p.target, "nums": list(p.nums)} for p in train]
     args = SetPOConfig(
-        output_dir=str(run.path / "trl" / name),
-        max_steps=prof.rl_steps,
-        per_device_train_batch_size=prof.prompts_per_step * G,
-        num_generations=G,
-        max_completion_length=prof.max_completion_length,
-        temperature=1.0,
-        learning_rate=prof.rl_lr,
-        lr_scheduler_type="constant",
-        beta=prof.beta,
-        seed=seed,
-        data_seed=seed,
-        setpo_embedder="hashed",
-        **CPU_TRL_ARGS,
-        **setpo_args(ratio, placebo),
-    )
+        **cpu_rl_args(run.path / "trl" / name, prof.rl_steps, prof.prompts_per_step, G, prof.max_completion_length,
+                      prof.rl_lr, seed, beta=prof.beta, setpo_embedder="hashed", **setpo_args(ratio, placebo))
+    )  # fmt: skip
     callbacks = []
     if arm == "grpo":
         callbacks.append(checkpoint_callback(set(saved_steps(prof)), run.path / "models" / f"{name}_ckpt", tok))

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from reproduce.common import CPU_TRL_ARGS, RunDir
+from reproduce.common import RunDir, cpu_rl_args
 from reproduce.evidence import checkpoint_callback, setpo_args
 from setpo.models import load_pretrained
 
@@ -57,21 +57,10 @@ def train_arm(
         return out
     model, tok = load_pretrained(MODEL)
     args = SetPOConfig(
-        output_dir=str(run.path / "trl" / name),
-        max_steps=prof.rl_steps,
-        per_device_train_batch_size=prof.prompts_per_step * G,
-        num_generations=G,
-        max_completion_length=prof.max_completion_length,
-        temperature=1.0,
-        learning_rate=prof.rl_lr,
-        lr_scheduler_type="constant",
-        gradient_checkpointing=False,  # TRL's default (True) recomputes activations: slower on a CPU, same result
-        seed=seed,
-        data_seed=seed,
-        setpo_embedder="hashed",
-        **CPU_TRL_ARGS,
-        **setpo_args(ratio, placebo),
-    )
+        **cpu_rl_args(run.path / "trl" / name, prof.rl_steps, prof.prompts_per_step, G, prof.max_completion_length,
+                      prof.rl_lr, seed, setpo_embedder="hashed", **setpo_args(ratio, placebo),
+                      gradient_checkpointing=False)  # TRL's default (True) recomputes activations: slower on a CPU
+    )  # fmt: skip
     callbacks = (
         [checkpoint_callback(set(save_steps), run.path / "adapters" / f"{name}_ckpt", tok)] if save_steps else []
     )
