@@ -24,6 +24,7 @@ EXPERIMENTS = [
     "smollm2_primes",
     "smollm2_lists",
     "methods_comparison",
+    "smollm2_methods",
     "credit_scale",
     "toy_bandit",
     "countdown",

@@ -67,7 +67,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,6 +98,23 @@ SETPO_RATIO = 0.3
 CORRECT_THRESHOLD = 0.5  # Countdown rewards: 0, 0.1 (format only), 1.0 (hits the target)
 CALIBRATION_GRID = (0.03, 0.1, 0.3, 0.5, 1.0, 3.0)
 COLORS = ("C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9", "k")  # C0 is GRPO's path, grey the start
+
+
+@dataclass(frozen=True)
+class Report:
+    """What the comparison's figure and table say about the task they come from."""
+
+    task: str  # e.g. "Countdown, tiny LM"
+    note: str  # after the setting: methods not applicable and why
+    caveats: str
+
+
+COUNTDOWN = Report(
+    "Countdown, tiny LM",
+    "GAPO: not applicable to Countdown (no given valid-answer set; see the module docstring).",
+    "Caveats of scale: a 0.14M-parameter character model, one task, one start; the hyperparameters are the "
+    "papers' where the spec gives them, else matched to SetPO's term size, not tuned per method.",
+)
 
 
 @dataclass(frozen=True)
@@ -253,15 +270,9 @@ def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
 
 def term_sizes(model_path: Path, problems: Sequence[CountdownProblem], G: int, arms: Sequence[Arm],
                overrides: dict[str, dict[str, Any]] | None = None, seed: int = 0) -> dict[str, Any]:  # fmt: skip
-    """Each arm's term relative to GRPO's advantage on the start model's rollouts (module docstring, Calibration).
-
-    ``overrides`` replace method parameters per arm (the calibration grid). Returns per arm ``ratio`` (mean|A - A_bar|
-    / mean|A_bar| over groups with unequal rewards; for ``entropy`` the gradient-norm ratio) and
-    ``equal_groups_moved`` (share of equal-reward groups whose advantages the term changes).
-    """
-    from setpo.core import group_advantages
+    """`term_sizes_of` the start model's rollouts (G per Countdown problem at T 1.0)."""
     from setpo.eval.generate import HFGenerator, SamplingConfig
-    from setpo.methods import GroupBatch, get_method
+    from setpo.methods import GroupBatch
     from setpo.tiny import load_tiny
 
     model, tok = load_tiny(model_path)
@@ -276,13 +287,33 @@ def term_sizes(model_path: Path, problems: Sequence[CountdownProblem], G: int, a
         rewards, G, texts=texts, answers=[commutative_answer(t) for t in texts], correct=rewards > CORRECT_THRESHOLD,
         embeddings=torch.as_tensor(np.asarray(answer_embedder()(texts)), dtype=torch.float64),
     )  # fmt: skip
+    entropy = lambda adv: _entropy_gradient_ratio(model, tok, prompts, samples, adv)  # noqa: E731
+    return {"prompts": len(problems), **term_sizes_of(batch, arms, overrides, entropy)}
+
+
+def term_sizes_of(batch, arms: Sequence[Arm], overrides: dict[str, dict[str, Any]] | None = None,
+                  entropy_ratio: Callable[[torch.Tensor], float] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Each arm's term relative to GRPO's advantage on one batch of rollouts (module docstring, Calibration).
+
+    ``batch`` is a ``setpo.methods.GroupBatch`` of the start model's rollouts; ``overrides`` replace method
+    parameters per arm (the calibration grid); ``entropy_ratio(A)`` gives ||grad H|| / ||grad L_pg|| at coefficient 1
+    for GRPO's advantages A (B, G). Returns per arm ``ratio`` (mean|A - A_bar| / mean|A_bar| over groups with unequal
+    rewards; for the entropy bonus the gradient-norm ratio) and ``equal_groups_moved`` (share of equal-reward groups
+    whose advantages the term changes).
+    """
+    from setpo.core import group_advantages
+    from setpo.methods import get_method
+
+    G = batch.group_size
+    rewards = batch.rewards.reshape(-1)
     base = group_advantages(rewards, G).reshape(-1, G)
     unequal = rewards.reshape(-1, G).std(-1) > 0
-    out: dict[str, Any] = {"G": G, "prompts": len(problems), "unequal_groups": int(unequal.sum())}
+    out: dict[str, Any] = {"G": G, "unequal_groups": int(unequal.sum())}
     for arm in arms:
         params = {**arm.kwargs, **(overrides or {}).get(arm.name, {})}
         if arm.method == "entropy_bonus":
-            out[arm.name] = {"ratio": params["coef"] * _entropy_gradient_ratio(model, tok, prompts, samples, base)}
+            if entropy_ratio is not None:
+                out[arm.name] = {"ratio": params["coef"] * entropy_ratio(base), "params": params}
             continue
         if arm.method == "setpo":
             continue  # GRPO (no term), the T 1.3 arm (no term) and SetPO (its ratio is set by the trainer)
@@ -300,9 +331,13 @@ def term_sizes(model_path: Path, problems: Sequence[CountdownProblem], G: int, a
 
 
 def _entropy_gradient_ratio(model, tok, prompts: list[str], samples: list[list[str]], adv: torch.Tensor) -> float:
-    """||grad H_bar|| / ||grad L_pg||: token-mean entropy vs the token-mean policy-gradient loss -A log pi (ratio 1)."""
+    """||grad H_bar|| / ||grad L_pg||: token-mean entropy vs the token-mean policy-gradient loss -A log pi (ratio 1).
+
+    Both gradients are summed one rollout at a time (the memory of one forward pass); the token count cancels."""
     model.train()
-    ent_sum, pg_sum, n_tok = 0.0, 0.0, 0
+    params = [p for p in model.parameters() if p.requires_grad]
+    g_ent = [torch.zeros_like(p) for p in params]
+    g_pg = [torch.zeros_like(p) for p in params]
     for b, (prompt, row) in enumerate(zip(prompts, samples)):
         p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
         for g, text in enumerate(row):
@@ -312,15 +347,15 @@ def _entropy_gradient_ratio(model, tok, prompts: list[str], samples: list[list[s
             ids = torch.tensor([p_ids + c_ids])
             logits = model(ids).logits[0, len(p_ids) - 1 : -1].float()
             logp = torch.log_softmax(logits, -1)
-            ent_sum = ent_sum - (logp.exp() * logp).sum()
-            pg_sum = pg_sum - float(adv[b, g]) * logp.gather(-1, ids[0, len(p_ids) :, None]).sum()
-            n_tok += len(c_ids)
-    params = [p for p in model.parameters() if p.requires_grad]
-    g_ent = torch.autograd.grad(ent_sum / n_tok, params, retain_graph=True, allow_unused=True)
-    g_pg = torch.autograd.grad(pg_sum / n_tok, params, allow_unused=True)
+            entropy = -(logp.exp() * logp).sum()
+            pg = -float(adv[b, g]) * logp.gather(-1, ids[0, len(p_ids) :, None]).sum()
+            for acc, loss in ((g_ent, entropy), (g_pg, pg)):
+                for total, grad in zip(acc, torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)):
+                    if grad is not None:
+                        total += grad
 
     def norm(gs) -> float:
-        return float(torch.sqrt(sum((g.double() ** 2).sum() for g in gs if g is not None)))
+        return float(torch.sqrt(sum((g.double() ** 2).sum() for g in gs)))
 
     return norm(g_ent) / norm(g_pg)
 
@@ -338,51 +373,56 @@ def stage_term_sizes(run: RunDir, prof: MethodsProfile, sft: Path, train: list[C
 # --------------------------------------------------------------------------- analysis
 
 
-def step_times(run: RunDir, prof: MethodsProfile):
-    """One row per (arm, G, seed): mean TRL step_time (s) over the run's steps, the run's wall time."""
+def step_times(load: Callable[[str], dict], prof: Any, names: Sequence[str]):
+    """One row per (arm, G, seed): mean TRL step_time (s) over the run's steps, the run's wall time.
+
+    ``load(step)`` reads a finished step's record (``RunDir.load``; the runs of several folders can be combined)."""
     import pandas as pd
 
     rows = []
     for G in prof.group_sizes:
         for seed in range(prof.seeds):
-            for arm in run_arms(prof):
-                rec = run.load(f"rl_{arm.name}_g{G}_s{seed}")
+            for name in names:
+                rec = load(f"rl_{name}_g{G}_s{seed}")
                 times = [h["step_time"] for h in rec["log"] if "step_time" in h]
-                rows.append({"arm": arm.name, "G": G, "seed": seed, "step_time_s": float(np.mean(times)),
+                rows.append({"arm": name, "G": G, "seed": seed, "step_time_s": float(np.mean(times)),
                              "steps": len(times), "wall_s": rec["wall_s"]})  # fmt: skip
     return pd.DataFrame(rows)
 
 
-def comparison(df, times, prof: MethodsProfile):
-    """The pre-registered contrasts (module docstring) per G and decoding, paired by seed, with Holm-adjusted p."""
+def comparison(df, times, prof: Any, names: Sequence[str] | None = None):
+    """The pre-registered contrasts (module docstring) per G and decoding, paired by seed, with Holm-adjusted p.
+
+    ``names``: the arms compared, GRPO first (default: the profile's ``arms``)."""
     import pandas as pd
 
+    names = list(names or prof.arms)
     kmax = f"pass@{prof.eval_n}"
     out = []
     for G in prof.group_sizes:
         for dec in df.decoding.unique():
             d = df[(df.G == G) & (df.decoding == dec)]
-            end = {a.name: d[(d.arm == a.name) & (d.step == prof.rl_steps)].set_index("seed") for a in run_arms(prof)}
+            end = {a: d[(d.arm == a) & (d.step == prof.rl_steps)].set_index("seed") for a in names}
             start = df[(df.arm == "start") & (df.decoding == dec)].iloc[0]
             seeds = sorted(end["grpo"].index)
             regime = [end["grpo"].loc[s, kmax] - start[kmax] for s in seeds]
             out.append({**paired(G, dec, "GRPO raises pass@n over its start (regime check)", kmax, regime),
                         "arm": "grpo"})  # fmt: skip
-            for arm in run_arms(prof)[1:]:
-                a, gaps = end[arm.name], []
+            for arm in names[1:]:
+                a, gaps = end[arm], []
                 for s in seeds:
                     path = d[(d.arm == "grpo") & (d.seed == s)]
                     pts = [(start["pass@1"], start[kmax])] + list(zip(path["pass@1"], path[kmax]))
                     gaps.append(a.loc[s, kmax] - frontier_at(pts, a.loc[s, "pass@1"]))
-                out.append({**paired(G, dec, "lies above GRPO's frontier", f"{kmax} gap", gaps), "arm": arm.name})
+                out.append({**paired(G, dec, "lies above GRPO's frontier", f"{kmax} gap", gaps), "arm": arm})
                 for metric in ("pass@1", kmax, "distinct"):
                     diffs = [a.loc[s, metric] - end["grpo"].loc[s, metric] for s in seeds]
                     out.append({**paired(G, dec, "minus GRPO end point", metric, diffs, decides=False),
-                                "arm": arm.name})  # fmt: skip
+                                "arm": arm})  # fmt: skip
                 t = times[times.G == G].pivot(index="seed", columns="arm", values="step_time_s")
-                ratio = [t.loc[s, arm.name] / t.loc[s, "grpo"] - 1 for s in seeds]
+                ratio = [t.loc[s, arm] / t.loc[s, "grpo"] - 1 for s in seeds]
                 out.append({**paired(G, dec, "step time over GRPO's", "relative", ratio, decides=False),
-                            "arm": arm.name})  # fmt: skip
+                            "arm": arm})  # fmt: skip
     con = pd.DataFrame(out)
     con["p_holm"] = np.nan
     for (_, _), idx in con[con.claim == "lies above GRPO's frontier"].groupby(["G", "decoding"]).groups.items():
@@ -390,10 +430,11 @@ def comparison(df, times, prof: MethodsProfile):
     return con
 
 
-def figure(run: RunDir, prof: MethodsProfile, df) -> Path:
+def figure(run: RunDir, prof: Any, df, names: Sequence[str] | None = None, report: Report = COUNTDOWN) -> Path:
     """(pass@1, pass@n) per decoding: GRPO's path (mean over seeds), each arm's end point with 95% CIs."""
     import matplotlib.pyplot as plt
 
+    names = list(names or prof.arms)
     kmax = f"pass@{prof.eval_n}"
     decs = list(df.decoding.unique())
     G = prof.group_sizes[0]
@@ -406,17 +447,17 @@ def figure(run: RunDir, prof: MethodsProfile, df) -> Path:
         pts = [(float(start["pass@1"].iloc[0]), float(start[kmax].iloc[0]))] + list(path.itertuples(index=False))
         ax.plot(*zip(*pts), "-o", color="C0", label="GRPO path (start, checkpoints, end; mean over seeds)")
         ax.plot(start["pass@1"], start[kmax], "s", color="grey", ms=9, label="start (SFT)")
-        for i, arm in enumerate(run_arms(prof)[1:]):
-            e = d[(d.arm == arm.name) & (d.step == prof.rl_steps)]
+        for i, arm in enumerate(names[1:]):
+            e = d[(d.arm == arm) & (d.step == prof.rl_steps)]
             x, y = e["pass@1"].to_numpy(), e[kmax].to_numpy()
-            style = {"fmt": markers[i % len(markers)], "color": COLORS[i % len(COLORS)], "label": arm.name, "ms": 7}
+            style = {"fmt": markers[i % len(markers)], "color": COLORS[i % len(COLORS)], "label": arm, "ms": 7}
             if len(x) > 1:
                 (_, xl, xh), (_, yl, yh) = bootstrap_ci(x), bootstrap_ci(y)
                 ax.errorbar(x.mean(), y.mean(), xerr=[[x.mean() - xl], [xh - x.mean()]],
                             yerr=[[y.mean() - yl], [yh - y.mean()]], capsize=2, **style)  # fmt: skip
             else:
                 ax.errorbar(x, y, **style)
-        ax.set_title(f"Countdown, tiny LM, G={G}, {dec} ({prof.seeds} seeds)", fontsize=9)
+        ax.set_title(f"{report.task}, G={G}, {dec} ({prof.seeds} seeds)", fontsize=9)
         ax.set_xlabel("pass@1")
         ax.set_ylabel(kmax)
         ax.grid(alpha=0.3)
@@ -431,16 +472,16 @@ def _ci(r) -> str:
     return f"{r['mean']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}]"
 
 
-def summary_table(run: RunDir, prof: MethodsProfile, con, times, sizes: dict, setting: str) -> Path:
+def summary_table(run: RunDir, prof: Any, con, times, sizes: dict, setting: str, report: Report = COUNTDOWN) -> Path:
     """Markdown: per decoding, one line per method (frontier gap, verdict, pass@1 cost, distinct, time), ranked."""
     kmax = f"pass@{prof.eval_n}"
     mean_t = times.groupby("arm")["step_time_s"].mean()
     lines = [
-        "# Diversity methods vs GRPO's frontier (Countdown, tiny LM)",
+        f"# Diversity methods vs GRPO's frontier ({report.task})",
         "",
         f"{setting} Mean paired difference over seeds [95% bootstrap CI]; p: exact sign-flip, Holm-adjusted over the "
         "methods of one decoding. Verdict on the frontier gap: confirmed (CI above 0), refuted (CI at or below 0), "
-        "inconclusive. GAPO: not applicable to Countdown (no given valid-answer set; see the module docstring).",
+        f"inconclusive. {report.note}",
         "",
     ]
     if prof.seeds < 5:
@@ -475,24 +516,28 @@ def summary_table(run: RunDir, prof: MethodsProfile, con, times, sizes: dict, se
         f"Term sizes at the start (`term_sizes.json`, relative to GRPO's advantage; SetPO's is {SETPO_RATIO}): "
         + ", ".join(terms) + ".",
         "",
-        "Caveats of scale: a 0.14M-parameter character model, one task, one start; the hyperparameters are the "
-        "papers' where the spec gives them, else matched to SetPO's term size, not tuned per method.",
+        report.caveats,
     ]  # fmt: skip
     path = run.path / "summary.md"
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
-def analyse(run: RunDir, prof: MethodsProfile, evals: dict, sizes: dict, setting: str) -> list[Path]:
-    """results.csv, per_problem.csv.gz, timing.csv, contrasts.csv, methods_frontier.png and summary.md."""
+def analyse(run: RunDir, prof: Any, evals: dict, sizes: dict, setting: str, names: Sequence[str] | None = None,
+            report: Report = COUNTDOWN, load: Callable[[str], dict] | None = None) -> list[Path]:  # fmt: skip
+    """results.csv, per_problem.csv.gz, timing.csv, contrasts.csv, methods_frontier.png and summary.md.
+
+    ``names``: the arms, GRPO first (default: the profile's); ``load`` reads their RL records (default: ``run``'s)."""
+    names = list(names or prof.arms)
     df = results_frame(prof, evals)
     df.to_csv(run.path / "results.csv", index=False)
     per_problem_frame(evals).to_csv(run.path / "per_problem.csv.gz", index=False, compression=evidence.GZIP)
-    times = step_times(run, prof)
+    times = step_times(load or run.load, prof, names)
     times.to_csv(run.path / "timing.csv", index=False)
-    con = comparison(df, times, prof)
+    con = comparison(df, times, prof, names)
     con.to_csv(run.path / "contrasts.csv", index=False)
-    return [figure(run, prof, df), summary_table(run, prof, con, times, sizes, setting), run.path / "results.csv",
+    return [figure(run, prof, df, names, report), summary_table(run, prof, con, times, sizes, setting, report),
+            run.path / "results.csv",
             run.path / "per_problem.csv.gz", run.path / "timing.csv", run.path / "contrasts.csv",
             run.path / "term_sizes.json"]  # fmt: skip
 

@@ -39,12 +39,15 @@ def train_arm(
     placebo: bool,
     save_steps: Sequence[int] = (),
     meta: dict[str, Any] | None = None,
+    method: dict[str, Any] | None = None,
+    answer_extractor: Callable[[str], Any] | None = None,
 ) -> Path:
     """One LoRA RL run of arm ``name`` from the start model (step ``rl_<name>`` of ``run``); returns its adapter.
 
     ``prof`` gives rl_steps, prompts_per_step, rl_lr, lora_r and max_completion_length; ratio 0 is plain GRPO, else
-    lambda is set every step for mean|lambda s| / mean|A_bar| = ratio (the placebo permutes the credits). Adapters
-    at ``save_steps`` go to ``adapters/<name>_ckpt/step<k>``.
+    lambda is set every step for mean|lambda s| / mean|A_bar| = ratio (the placebo permutes the credits). ``method``
+    (an arm of the methods comparison: its SetPOConfig fields) replaces those SetPO fields; the trainer then gets
+    ``embedder`` whenever it is given. Adapters at ``save_steps`` go to ``adapters/<name>_ckpt/step<k>``.
     """
     from datasets import Dataset
     from peft import LoraConfig
@@ -56,9 +59,10 @@ def train_arm(
     if run.done(f"rl_{name}"):
         return out
     model, tok = load_pretrained(MODEL)
+    fields = setpo_args(ratio, placebo) if method is None else method
     args = SetPOConfig(
         **cpu_rl_args(run.path / "trl" / name, prof.rl_steps, prof.prompts_per_step, G, prof.max_completion_length,
-                      prof.rl_lr, seed, setpo_embedder="hashed", **setpo_args(ratio, placebo),
+                      prof.rl_lr, seed, setpo_embedder="hashed", **fields,
                       gradient_checkpointing=False)  # TRL's default (True) recomputes activations: slower on a CPU
     )  # fmt: skip
     callbacks = (
@@ -75,13 +79,15 @@ def train_arm(
         processing_class=tok,
         callbacks=callbacks,
         peft_config=lora,
-        embedder=embedder if ratio > 0 else None,
+        embedder=embedder if ratio > 0 or method is not None else None,
+        answer_extractor=answer_extractor,
     )
     trainer.remove_callback(PrinterCallback)
     trainer.train()
     trainer.model.save_pretrained(out)
     logs = [h for h in trainer.state.log_history if "reward" in h]
-    run.save(f"rl_{name}", {**(meta or {}), "G": G, "seed": seed, "ratio": ratio, "placebo": placebo,
+    extra = {} if method is None else {"fields": method}
+    run.save(f"rl_{name}", {**(meta or {}), "G": G, "seed": seed, "ratio": ratio, "placebo": placebo, **extra,
                             "wall_s": time.perf_counter() - t0, "log": logs})  # fmt: skip
     return out
 
