@@ -36,8 +36,10 @@ import itertools
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -180,12 +182,18 @@ def stage_data(run: RunDir, prof: EvidenceProfile) -> tuple[list[CountdownProble
 
 
 def stage_rl(run: RunDir, prof: EvidenceProfile, sft: Path, train, arm: str, ratio: float, placebo: bool, G: int,
-             seed: int) -> Path:  # fmt: skip
-    """One RL run from the start model; GRPO runs also save the frontier checkpoints. Returns the final model."""
+             seed: int, *, method: dict[str, Any] | None = None, embedder: bool | None = None,
+             answer_extractor: Callable[[str], Any] | None = None) -> Path:  # fmt: skip
+    """One RL run from the start model; GRPO runs also save the frontier checkpoints. Returns the final model.
+
+    ``method`` (an arm of the methods comparison: its SetPOConfig fields) replaces the SetPO fields of ``ratio``
+    and ``placebo``; ``embedder`` (default: ratio > 0) gives the trainer the answer embedder (hashed n-grams of the
+    answer modulo commutativity), ``answer_extractor`` its answers.
+    """
     from datasets import Dataset
     from transformers.trainer_callback import PrinterCallback
 
-    from setpo.integrations.trl import SetPOConfig, SetPOTrainer, build_text_embedder
+    from setpo.integrations.trl import SetPOConfig, SetPOTrainer
     from setpo.tiny import load_tiny
 
     name = f"{arm}_g{G}_s{seed}"
@@ -195,10 +203,8 @@ def stage_rl(run: RunDir, prof: EvidenceProfile, sft: Path, train, arm: str, rat
     model, tok = load_tiny(sft)
     model.train()
     rows = [{"prompt": make_prompt(p, "compact"), "target": p.target, "nums": list(p.nums)} for p in train]
-    args = SetPOConfig(
-        **cpu_rl_args(run.path / "trl" / name, prof.rl_steps, prof.prompts_per_step, G, prof.max_completion_length,
-                      prof.rl_lr, seed, beta=prof.beta, setpo_embedder="hashed", **setpo_args(ratio, placebo))
-    )  # fmt: skip
+    fields = setpo_args(ratio, placebo) if method is None else method
+    args = SetPOConfig(**rl_config(prof, G, seed, run.path / "trl" / name, fields))
     callbacks = []
     if arm == "grpo":
         callbacks.append(checkpoint_callback(set(saved_steps(prof)), run.path / "models" / f"{name}_ckpt", tok))
@@ -210,16 +216,33 @@ def stage_rl(run: RunDir, prof: EvidenceProfile, sft: Path, train, arm: str, rat
         train_dataset=Dataset.from_list(rows),
         processing_class=tok,
         callbacks=callbacks,
-        embedder=AnswerEmbedder(build_text_embedder("hashed"), level="commutative") if ratio > 0 else None,
+        embedder=answer_embedder() if (ratio > 0 if embedder is None else embedder) else None,
+        answer_extractor=answer_extractor,
     )
     trainer.remove_callback(PrinterCallback)
     trainer.train()
     trainer.model.eval().save_pretrained(out)
     tok.save_pretrained(out)
     logs = [h for h in trainer.state.log_history if "reward" in h]
-    run.save(f"rl_{name}", {"arm": arm, "ratio": ratio, "placebo": placebo, "G": G, "seed": seed,
+    extra = (
+        {} if method is None else {"fields": {k: (dict(v) if isinstance(v, dict) else v) for k, v in method.items()}}
+    )
+    run.save(f"rl_{name}", {"arm": arm, "ratio": ratio, "placebo": placebo, "G": G, "seed": seed, **extra,
                             "wall_s": time.perf_counter() - t0, "log": logs})  # fmt: skip
     return out
+
+
+def rl_config(prof: EvidenceProfile, G: int, seed: int, output_dir: Path, fields: dict[str, Any]) -> dict[str, Any]:
+    """Every SetPOConfig field of one RL run: the shared budget (`cpu_rl_args`) and the arm's own ``fields``."""
+    return cpu_rl_args(output_dir, prof.rl_steps, prof.prompts_per_step, G, prof.max_completion_length, prof.rl_lr,
+                       seed, beta=prof.beta, setpo_embedder="hashed", **fields)  # fmt: skip
+
+
+def answer_embedder():
+    """The kernel's embedder: hashed character n-grams of the <answer> in canonical form modulo commutativity."""
+    from setpo.integrations.trl import build_text_embedder
+
+    return AnswerEmbedder(build_text_embedder("hashed"), level="commutative")
 
 
 def evaluate(model_path: Path, test: list[CountdownProblem], prof: EvidenceProfile) -> dict:

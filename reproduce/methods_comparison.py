@@ -76,20 +76,18 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from reproduce import evidence
-from reproduce.common import RunDir, RunPlan, cpu_rl_args, save_figure, write_json
+from reproduce import countdown_evidence, evidence
+from reproduce.common import RunDir, RunPlan, save_figure, write_json
 from reproduce.countdown import stage_sft
-from reproduce.countdown_evidence import EvidenceProfile, stage_data, stage_eval
-from reproduce.evidence import checkpoint_callback, paired, per_problem_frame, results_frame, saved_steps
+from reproduce.countdown_evidence import EvidenceProfile, answer_embedder, stage_data, stage_eval
+from reproduce.evidence import paired, per_problem_frame, results_frame, saved_steps
 from reproduce.stats import bootstrap_ci, frontier_at, holm_adjust
 from setpo.tasks.countdown import (
-    AnswerEmbedder,
     CountdownProblem,
     canonical,
     extract_answer,
     make_prompt,
     score_answer,
-    trl_countdown_reward,
 )
 
 NAME = "methods_comparison"
@@ -207,65 +205,20 @@ def commutative_answer(completion: str) -> str | None:
         return answer
 
 
-def answer_embedder():
-    """The kernel's embedder: hashed character n-grams of the commutative canonical <answer>."""
-    from setpo.integrations.trl import build_text_embedder
-
-    return AnswerEmbedder(build_text_embedder("hashed"), level="commutative")
-
-
 # --------------------------------------------------------------------------- stages
 
 
 def stage_rl(run: RunDir, prof: MethodsProfile, sft: Path, train: list[CountdownProblem], arm: Arm, G: int,
              seed: int) -> Path:  # fmt: skip
-    """One RL run of `arm` from the start model; GRPO also saves the frontier checkpoints. Returns the final model."""
-    from datasets import Dataset
-    from transformers.trainer_callback import PrinterCallback
-
-    from setpo.integrations.trl import SetPOConfig, SetPOTrainer
-    from setpo.tiny import load_tiny
-
-    name = f"{arm.name}_g{G}_s{seed}"
-    out = run.path / "models" / name
-    if run.done(f"rl_{name}"):
-        return out
-    model, tok = load_tiny(sft)
-    model.train()
-    rows = [{"prompt": make_prompt(p, "compact"), "target": p.target, "nums": list(p.nums)} for p in train]
-    fields = arm_config(prof, arm, G, seed, run.path / "trl" / name)
-    callbacks = []
-    if arm.name == "grpo":
-        callbacks.append(checkpoint_callback(set(saved_steps(prof)), run.path / "models" / f"{name}_ckpt", tok))
-    t0 = time.perf_counter()
-    trainer = SetPOTrainer(
-        model=model,
-        reward_funcs=[trl_countdown_reward],
-        args=SetPOConfig(**fields),
-        train_dataset=Dataset.from_list(rows),
-        processing_class=tok,
-        callbacks=callbacks,
-        embedder=answer_embedder() if arm.embedder else None,
-        answer_extractor=commutative_answer if arm.answers else None,
-    )
-    trainer.remove_callback(PrinterCallback)
-    trainer.train()
-    trainer.model.eval().save_pretrained(out)
-    tok.save_pretrained(out)
-    logs = [h for h in trainer.state.log_history if "reward" in h]
-    run.save(f"rl_{name}", {"arm": arm.name, "G": G, "seed": seed, "fields": _jsonable(arm.config_fields()),
-                            "wall_s": time.perf_counter() - t0, "log": logs})  # fmt: skip
-    return out
+    """One RL run of `arm` from the start model (`countdown_evidence.stage_rl` with the arm's fields)."""
+    return countdown_evidence.stage_rl(run, prof, sft, train, arm.name, 0.0, False, G, seed, method=arm.config_fields(),
+                                       embedder=arm.embedder,
+                                       answer_extractor=commutative_answer if arm.answers else None)  # fmt: skip
 
 
 def arm_config(prof: MethodsProfile, arm: Arm, G: int, seed: int, output_dir: Path) -> dict[str, Any]:
-    """Every SetPOConfig field of one run: the shared budget (`cpu_rl_args`) and the arm's own fields."""
-    return cpu_rl_args(output_dir, prof.rl_steps, prof.prompts_per_step, G, prof.max_completion_length, prof.rl_lr,
-                       seed, beta=prof.beta, setpo_embedder="hashed", **arm.config_fields())  # fmt: skip
-
-
-def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: (dict(v) if isinstance(v, dict) else v) for k, v in d.items()}
+    """Every SetPOConfig field of one run of `arm` (as `stage_rl` builds it)."""
+    return countdown_evidence.rl_config(prof, G, seed, output_dir, arm.config_fields())
 
 
 def term_sizes(model_path: Path, problems: Sequence[CountdownProblem], G: int, arms: Sequence[Arm],
