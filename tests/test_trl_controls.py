@@ -8,39 +8,20 @@ import math
 import pytest
 import torch
 import trl  # noqa: F401  (required: a broken install must fail, not skip)
-from test_trl_trainer import ROWS, G
-from test_trl_trainer import RUN as TRAINER_RUN
 from transformers import TrainerCallback
+from trl_tiny import ROWS, CharHistogram, G, dataset, distinct_chars, tiny_model
+from trl_tiny import RUN as TINY_RUN
 
 from setpo.core import cosine_kernel, loo_credits
 from setpo.integrations.trl import BatchCredits, SetPOConfig, SetPOTrainer
-from setpo.tiny import build_tiny_model, load_tiny
+from setpo.tiny import load_tiny
 
-RUN = {**TRAINER_RUN, "max_steps": 1}  # the trainer tests' tiny CPU run, one step
+RUN = {**TINY_RUN, "max_steps": 1}  # the trainer tests' tiny CPU run, one step
 
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("tiny"), hidden_size=32, num_layers=1)
-
-
-def dataset():
-    from datasets import Dataset
-
-    return Dataset.from_dict({"prompt": ["ab", "cd", "ef", "gh"]})
-
-
-def distinct_chars(completions, **kwargs) -> list[float]:
-    return [float(len(set(c))) for c in completions]
-
-
-class CharHistogram:
-    def __call__(self, texts):
-        out = torch.zeros(len(texts), 96)
-        for i, t in enumerate(texts):
-            for ch in t:
-                out[i, min(max(ord(ch) - 32, 0), 95)] += 1
-        return out
+    return tiny_model(tmp_path_factory)
 
 
 class Recording(SetPOTrainer):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 import torch
 import trl  # noqa: F401  (required: a broken install must fail, not skip)
-from datasets import Dataset
 from method_references import (
     answer_labels_reference,
     darling_reference,
@@ -19,37 +18,19 @@ from method_references import (
     passk_reference,
     setpo_reference,
 )
+from trl_tiny import RUN as TINY_RUN
+from trl_tiny import CharHistogram, G, dataset, first_char, tiny_model
 
 from setpo.core import group_advantages
 from setpo.integrations.trl import SetPOConfig, SetPOTrainer
-from setpo.tiny import build_tiny_model, load_tiny
+from setpo.tiny import load_tiny
 
-G = 4
-ROWS = 8  # two prompts of G completions per step
-RUN = dict(
-    max_steps=1,
-    per_device_train_batch_size=ROWS,
-    num_generations=G,
-    max_completion_length=8,
-    learning_rate=1e-2,
-    seed=0,
-    report_to="none",
-    use_cpu=True,
-    bf16=False,
-    gradient_checkpointing=False,
-    save_strategy="no",
-    logging_steps=1,
-    disable_tqdm=True,
-)
+RUN = {**TINY_RUN, "max_steps": 1}
 
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("tiny"), hidden_size=32, num_layers=1)
-
-
-def dataset() -> Dataset:
-    return Dataset.from_dict({"prompt": ["ab", "cd"], "valid_answers": [list("abcdefghijklm")] * 2})
+    return tiny_model(tmp_path_factory)
 
 
 def odd_first(completions, **kwargs) -> list[float]:
@@ -58,22 +39,8 @@ def odd_first(completions, **kwargs) -> list[float]:
 
 
 def distinct_chars(completions, **kwargs) -> list[float]:
+    """A quarter of the number of distinct characters: rewards of the size of odd_first's."""
     return [0.25 * len(set(c)) for c in completions]
-
-
-def first_char(text: str) -> str | None:
-    return text[:1] or None
-
-
-class CharHistogram:
-    """Counts of printable ASCII characters (non-negative, so cosines lie in [0, 1])."""
-
-    def __call__(self, texts):
-        out = torch.zeros(len(texts), 96)
-        for i, t in enumerate(texts):
-            for ch in t:
-                out[i, min(max(ord(ch) - 32, 0), 95)] += 1
-        return out
 
 
 class Capturing(SetPOTrainer):
@@ -106,7 +73,7 @@ def run(model_dir, tmp_path, method, kwargs=None, reward_funcs=(odd_first, disti
         model=model,
         reward_funcs=list(reward_funcs),
         args=args,
-        train_dataset=dataset(),
+        train_dataset=dataset(("ab", "cd"), valid="abcdefghijklm"),
         processing_class=tok,
         embedder=CharHistogram(),
         answer_extractor=first_char,

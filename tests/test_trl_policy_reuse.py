@@ -6,40 +6,20 @@ from __future__ import annotations
 import pytest
 import torch
 from datasets import Dataset
+from trl_tiny import RUN as TINY_RUN
+from trl_tiny import G, distinct_chars, tiny_model
 
 from setpo.integrations.trl import SetPOConfig, SetPOTrainer
 from setpo.integrations.trl.distributed import credits_for_local_rows
 from setpo.integrations.trl.embedding import HiddenStateCapture
-from setpo.tiny import build_tiny_model, load_tiny
+from setpo.tiny import load_tiny
 
-G = 4
-ROWS = 8
-RUN = dict(
-    max_steps=1,
-    per_device_train_batch_size=ROWS,
-    num_generations=G,
-    max_completion_length=8,
-    learning_rate=1e-2,
-    seed=0,
-    report_to="none",
-    use_cpu=True,
-    bf16=False,
-    gradient_checkpointing=False,
-    save_strategy="no",
-    logging_steps=1,
-    disable_tqdm=True,
-    setpo_lambda=0.5,
-    setpo_embedder="policy",
-)
+RUN = {**TINY_RUN, "max_steps": 1, "setpo_lambda": 0.5, "setpo_embedder": "policy"}
 
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("tiny"), hidden_size=32, num_layers=2)
-
-
-def distinct_chars(completions, **kwargs) -> list[float]:
-    return [float(len(set(c))) for c in completions]
+    return tiny_model(tmp_path_factory, num_layers=2)
 
 
 class Recording(SetPOTrainer):

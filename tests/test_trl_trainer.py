@@ -4,69 +4,27 @@ trainer uses recomputed independently (A_bar from the rewards, credits from the 
 from __future__ import annotations
 
 import math
+import string
 
 import pytest
 import torch
 import trl  # noqa: F401  (required: a broken install must fail, not skip)
-from datasets import Dataset  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
+from trl_tiny import ROWS, RUN, CharHistogram, G, dataset, distinct_chars, first_char, tiny_model  # noqa: E402
 
 from setpo.core import cosine_kernel, group_advantages, loo_credits, set_diversity  # noqa: E402
 from setpo.embedders import build_embedder  # noqa: E402
 from setpo.integrations.trl import SetPOConfig, SetPOTrainer, gapo_reward_func  # noqa: E402
 from setpo.rewards import gapo_rewards  # noqa: E402
-from setpo.tiny import build_tiny_model, load_tiny  # noqa: E402
+from setpo.tiny import load_tiny  # noqa: E402
 
-G = 4
-ROWS = 8  # two prompts of G completions per step
 LAM = 0.5
-RUN = dict(
-    max_steps=2,
-    per_device_train_batch_size=ROWS,
-    num_generations=G,
-    max_completion_length=8,
-    learning_rate=1e-2,
-    seed=0,
-    report_to="none",
-    use_cpu=True,
-    bf16=False,
-    gradient_checkpointing=False,
-    save_strategy="no",
-    logging_steps=1,
-    disable_tqdm=True,
-)
 SETPO_METRICS = ("credit_mean", "credit_std", "shaping_ratio", "diversity", "embed_time_s", "credit_time_s")
 
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("tiny"), hidden_size=32, num_layers=1)
-
-
-def dataset(with_valid: bool = False) -> Dataset:
-    cols = {"prompt": ["ab", "cd", "ef", "gh"]}
-    if with_valid:
-        cols["valid_answers"] = [list("abcdefghijklmnopqrstuvwxyz")] * 4
-    return Dataset.from_dict(cols)
-
-
-def distinct_chars(completions, **kwargs) -> list[float]:
-    return [float(len(set(c))) for c in completions]
-
-
-def first_char(text: str) -> str | None:
-    return text[:1] or None
-
-
-class CharHistogram:
-    """Counts of printable ASCII characters: non-negative, so cosines lie in [0, 1] and credits are not all zero."""
-
-    def __call__(self, texts):
-        out = torch.zeros(len(texts), 96)
-        for i, t in enumerate(texts):
-            for ch in t:
-                out[i, min(max(ord(ch) - 32, 0), 95)] += 1
-        return out
+    return tiny_model(tmp_path_factory)
 
 
 def capturing(cls):
@@ -266,7 +224,14 @@ def test_group_reward_is_scored_on_the_whole_batch(tmp_path, model_dir):
     embedder = CharHistogram()
     gapo = gapo_reward_func(first_char, valid_set_key="valid_answers")
     funcs = (distinct_chars, gapo)
-    trainer, _ = run(SetPOTrainer, model_dir, args, reward_funcs=funcs, ds=dataset(True), embedder=embedder)
+    trainer, _ = run(
+        SetPOTrainer,
+        model_dir,
+        args,
+        reward_funcs=funcs,
+        ds=dataset(valid=string.ascii_lowercase),
+        embedder=embedder,
+    )
     cap = trainer.captured[0]
     answers = [first_char(c) for c in cap["completions"]]
     want_gapo = gapo_rewards(answers, [list("abcdefghijklmnopqrstuvwxyz")] * ROWS, G)
@@ -281,7 +246,11 @@ def test_group_reward_in_plain_grpo_fails_loudly(tmp_path, model_dir):
     gapo = gapo_reward_func(first_char)
     args = GRPOConfig(output_dir=str(tmp_path), **{**RUN, "max_steps": 1})
     trainer = GRPOTrainer(
-        model=model, reward_funcs=[gapo], args=args, train_dataset=dataset(True), processing_class=tok
+        model=model,
+        reward_funcs=[gapo],
+        args=args,
+        train_dataset=dataset(valid=string.ascii_lowercase),
+        processing_class=tok,
     )
     with pytest.raises(TypeError, match="pass it to SetPOTrainer"):
         trainer.train()
