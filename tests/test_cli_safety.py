@@ -374,6 +374,7 @@ def test_quick_with_a_bad_value_says_one_line_per_experiment(capsys):
             "smollm2_primes",
             "smollm2_lists",
             "methods_comparison",
+            "smollm2_methods",
             "toy_bandit",
             "countdown",
             "gapo_lists",
