@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 import torch
 
-from setpo.core.controls import placebo_permutation, ratio_lambda, warmup_factor
+from setpo.core.controls import credit_noise_floor, placebo_permutation, ratio_lambda, warmup_factor
 
 
 def valid_placebo_permutations(group_ids: list[int]) -> set[tuple[int, ...]]:
@@ -101,6 +101,19 @@ def test_ratio_lambda_undefined_cases_and_bad_input():
         ratio_lambda(torch.ones(2), torch.ones(3), 0.1)
     with pytest.raises(ValueError, match="credits contains 1 NaN"):
         ratio_lambda(torch.tensor([1.0, float("nan")]), torch.ones(2), 0.1)
+
+
+def test_ratio_lambda_ignores_credits_at_rounding_level():
+    """Groups whose rollouts are all alike have credits 0 up to rounding (2.2e-16 on SmolLM2 primes runs): no lambda
+    may be set from them (it was 2.3e14, and the next all-equal-reward step reused it)."""
+    a = torch.tensor([0.5, -0.5, 1.0, -1.0], dtype=torch.float64)
+    noise = torch.tensor([2.220446049250313e-16] * 4, dtype=torch.float64)
+    assert ratio_lambda(noise, a, 0.3) is None
+    assert ratio_lambda(noise.float(), a, 0.3) is None
+    assert ratio_lambda(torch.full((4,), 1e-6), a, 0.3) is None  # float32: 64 ulps = 7.6e-6
+    real = torch.full((4,), 1e-12, dtype=torch.float64)  # small but far above float64 rounding
+    assert ratio_lambda(real, a, 0.3) == pytest.approx(0.3 * 0.75 / 1e-12)
+    assert credit_noise_floor(torch.float64) == 64 * 2.0**-52 and credit_noise_floor(torch.bfloat16) == 64 * 2.0**-23
 
 
 def test_warmup_factor_matches_brute_force():

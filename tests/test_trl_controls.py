@@ -140,6 +140,25 @@ def test_target_ratio_keeps_the_previous_lambda_when_a_mean_is_zero(tmp_path, mo
     assert trainer._setpo_lambda_now("train", credits([0.1, -0.1, 0.1, -0.1]), torch.zeros(4)) == lam  # A_bar = 0
 
 
+def test_target_ratio_sets_no_lambda_from_rounding_noise(tmp_path, model_dir):
+    """Every rollout embedded alike: the credits are 0 up to rounding, so the ratio gives no lambda (it gave ~1e14,
+    which a later step with real credits and all-equal rewards reused: gradient norms of 1e12 on SmolLM2 runs)."""
+
+    class Same:  # one-hot, as the answer embedder of an all-alike group; G = 6 gives credits of 4.4e-16, not 0
+        def __call__(self, texts):
+            return torch.nn.functional.one_hot(torch.full((len(texts),), 3), 8).double()
+
+    run = {**RUN, "max_steps": 2, "num_generations": 6, "per_device_train_batch_size": 12}
+    args = SetPOConfig(output_dir=str(tmp_path), setpo_lambda=0.0, setpo_target_ratio=0.3, **run)
+    trainer = train(model_dir, args, embedder=Same())
+    logs = step_logs(trainer)
+    assert len(logs) == 2 and any(float(r["A_bar"].abs().sum()) > 0 for r in trainer.records)
+    assert all(abs(float(r["credits"].all.abs().max())) < 1e-12 for r in trainer.records)
+    assert [h["setpo/lambda"] for h in logs] == [0.0, 0.0]
+    for rec in trainer.records:
+        torch.testing.assert_close(rec["advantages"], rec["A_bar"].to(rec["advantages"].dtype), rtol=0, atol=1e-6)
+
+
 def test_fixed_lambda_is_logged(tmp_path, model_dir):
     trainer = train(model_dir, SetPOConfig(output_dir=str(tmp_path), setpo_lambda=0.3, **RUN))
     assert step_logs(trainer)[0]["setpo/lambda"] == pytest.approx(0.3)

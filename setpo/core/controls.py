@@ -10,7 +10,7 @@ import numbers
 
 import torch
 
-from setpo.core._checks import as_float_tensor, check_finite
+from setpo.core._checks import as_float_tensor, check_finite, compute_dtype
 
 
 def _check_group_ids(group_ids) -> torch.Tensor:
@@ -80,10 +80,13 @@ def placebo_permutation(
 def ratio_lambda(credits, base_advantages, target: float) -> float | None:
     """lambda = target * mean|A_bar| / mean|s|, so that mean|lambda s| / mean|A_bar| = target (eq. 6's shaping ratio).
 
-    Means run over the rows given (the rows whose credit is defined). Returns None when mean|s| or mean|A_bar|
-    is 0 (the ratio cannot be set from this batch). Computed in float64.
+    Means run over the rows given (the rows whose credit is defined). Returns None when the ratio cannot be set from
+    this batch: mean|A_bar| is 0, or mean|s| is at rounding level (<= `credit_noise_floor` of the credits' dtype),
+    as when every group's rollouts are alike and every credit is 0 up to rounding; dividing by that noise would give
+    a lambda of order 1e14. Computed in float64.
     """
-    s = as_float_tensor(credits, "credits").detach().double()
+    s_given = as_float_tensor(credits, "credits")
+    s = s_given.detach().double()
     a = as_float_tensor(base_advantages, "base_advantages").detach().double()
     if s.shape != a.shape:
         raise ValueError(f"credits shape {tuple(s.shape)} and base_advantages shape {tuple(a.shape)} differ")
@@ -95,9 +98,14 @@ def ratio_lambda(credits, base_advantages, target: float) -> float | None:
         return None
     mean_s = float(s.abs().mean().cpu())
     mean_a = float(a.abs().mean().cpu())
-    if mean_s == 0.0 or mean_a == 0.0:
+    if mean_s <= credit_noise_floor(s_given.dtype) or mean_a == 0.0:
         return None
     return float(target) * mean_a / mean_s
+
+
+def credit_noise_floor(dtype: torch.dtype) -> float:
+    """64 ulps of 1 in the credits' compute dtype: credits (differences of D values of order 1) under it are noise."""
+    return 64 * torch.finfo(compute_dtype(dtype)).eps
 
 
 def warmup_factor(step: int, warmup_steps: int) -> float:
