@@ -224,11 +224,10 @@ def stage_rl(run: RunDir, prof: EvidenceProfile, sft: Path, train, arm: str, rat
     trainer.model.eval().save_pretrained(out)
     tok.save_pretrained(out)
     logs = [h for h in trainer.state.log_history if "reward" in h]
-    extra = (
-        {} if method is None else {"fields": {k: (dict(v) if isinstance(v, dict) else v) for k, v in method.items()}}
-    )
-    run.save(f"rl_{name}", {"arm": arm, "ratio": ratio, "placebo": placebo, "G": G, "seed": seed, **extra,
-                            "wall_s": time.perf_counter() - t0, "log": logs})  # fmt: skip
+    # a method arm's fields say what it ran; ratio and placebo are the SetPO arms' settings
+    arm_fields = {"ratio": ratio, "placebo": placebo} if method is None else {"fields": dict(method)}
+    run.save(f"rl_{name}", {"arm": arm, **arm_fields, "G": G, "seed": seed, "wall_s": time.perf_counter() - t0,
+                            "log": logs})  # fmt: skip
     return out
 
 

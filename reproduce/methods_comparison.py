@@ -25,30 +25,30 @@ prompts x G, lr, beta, T 1.0 unless stated). Each arm is one ``SetPOConfig`` (``
   ``answer_extractor``), diversity floored at 0.1 (the public code's floor, in the spec); no coefficient.
 * ``diver``: lam * 1[correct] * (1 - mean pairwise sentence-BLEU) added to the reward, correct rollouts only (the
   paper's default). ``tokenization="char"``: completions have no spaces, so word BLEU compares one-token strings.
-  lam = 1.0: the spec gives no default, and no lam reaches SetPO's size here (calibration: 0.007 of GRPO's
-  advantage at lam 1, 0.016 at 3, 0.026 at 10, 0.031 at 30): the bonus rides on the correct rollouts' reward and
-  the group z-score removes all of it but its spread among correct rollouts. lam = 1 is the largest value that
-  keeps the bonus at most the task reward.
+  lam: calibrated (below), at most 1, which keeps the bonus at most the task reward; the bonus rides on the correct
+  rollouts' reward and the group z-score removes all of it but its spread among correct rollouts, so it may fall
+  short of SetPO's size (an earlier measurement on this start: 0.007 of GRPO's advantage at lam 1, 0.031 at 30).
 * ``dqo``: alpha * (log det K - log det K_{-i}), K = L + I (the spec's form, ``ridge=1``), on the SetPO arm's
-  embeddings. alpha = 1.3: the spec gives no default; calibrated to 0.29 of GRPO's advantage (0.22 at alpha 1).
+  embeddings, added to the reward. alpha: calibrated (the spec gives no default).
 * ``passk``: the analytic pass@k advantage with k = 4 (given), replacing GRPO's.
-* ``entropy``: TRL's ``entropy_coef`` via ``diversity_method="entropy_bonus"``. coef = 0.1: no default in the
-  spec; calibrated so the entropy term's gradient norm is 0.3 x the policy-gradient term's (measured 0.29).
+* ``entropy``: TRL's ``entropy_coef`` via ``diversity_method="entropy_bonus"``. coef: calibrated (no default in
+  the spec).
 * ``grpo_t1.3``: GRPO sampling its rollouts at T 1.3 (the zero-code baseline; TRL also divides the logits of the
   loss by the temperature, so this is GRPO on the tempered policy, evaluated untempered like every arm).
 Correct (passk's and DIVER's input) = reward > 0.5, i.e. the answer hits the target (0.1 is the format score).
 
-Calibration ("comparable in size to SetPO at ratio 0.3"), measured on the start model's rollouts (G per train
-prompt at T 1.0) by :func:`term_sizes`, which every run repeats and saves (``term_sizes.json``): for a reward or
-advantage method, mean|A_method - A_grpo| / mean|A_grpo| over the groups whose task rewards differ (SetPO's ratio
-is the same quotient); in groups whose rewards are all equal a term added before the z-score becomes the whole
-advantage at unit scale whatever its coefficient, which the file reports as ``equal_groups_moved``. For the
-entropy bonus: ||grad(coef H)|| / ||grad(policy-gradient loss)||, both token means. Measured once on the full
-profile's start (64 train prompts, G = 7, 36 groups with unequal rewards) over the grid 0.03 ... 3, before any RL
-run: every term scales linearly in its coefficient there (DQO 0.073 alpha, entropy 2.9 coef), so alpha and coef
-are 0.3 / slope, rounded; DIVER saturates (above). The methods without a coefficient, as they come: DRA-GRPO 0.07,
-DARLING 0.67, pass@k (k = 4) 0.74. DRA-GRPO and DQO also move every equal-reward group (DARLING about half, through
-the format score); pass@k and DIVER none.
+Calibration ("comparable in size to SetPO at ratio 0.3"; `calibrate`, before any RL run, saved in
+``term_sizes.json``), on the start model's rollouts: G per train prompt at T 1.0 with the training completion
+length, the first ``calibration_prompts`` train prompts. A term's size is mean|A_method - A_grpo| / mean|A_grpo| over
+the groups whose task rewards differ; in groups whose rewards are all equal a term added before the z-score becomes
+the whole advantage at unit scale whatever its coefficient, which the file reports as ``equal_groups_moved``. The
+target is SetPO's own size in that quotient on the same rollouts, lambda set as the trainer sets it (mean|lambda s|
+/ mean|A_bar| = 0.3 over all rows, equal-reward groups included, so inside the unequal groups SetPO's term is
+smaller than 0.3). DQO's alpha and DIVER's lam: the value on the grid 10^(k/4), k = -8..16 (capped at 1 for DIVER),
+whose size is closest to the target in ratio; where none reaches it, the smallest within 90% of the largest size
+(``reached_target: false``). The entropy bonus: ||grad(coef H)|| / ||grad(policy-gradient loss)||, both token
+means, is linear in coef, so coef = target / (its value at coef 1), two significant figures. The methods without a
+coefficient (DRA-GRPO, DARLING, pass@k) run as they come; their sizes are reported.
 
 Metrics: pass@1, pass@k (k = 1, 2, ..., n), distinct correct solutions per problem (modulo commutativity), and
 wall time per RL step (TRL's ``step_time``: generation, scoring, method, loss and update) per arm.
@@ -65,10 +65,11 @@ pass@n, the start is on the frontier and "less RL" alone lies on it: the table s
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,9 @@ NAME = "methods_comparison"
 COMMAND = "python -m reproduce methods_comparison --profile {profile}"
 SETPO_RATIO = 0.3
 CORRECT_THRESHOLD = 0.5  # Countdown rewards: 0, 0.1 (format only), 1.0 (hits the target)
-CALIBRATION_GRID = (0.03, 0.1, 0.3, 0.5, 1.0, 3.0)
+#: arm -> (its coefficient set by the calibration, the largest value allowed). DIVER's cap keeps the bonus at most
+#: the task reward (1); the entropy bonus is linear in its coefficient, so it is solved for, not scanned.
+CALIBRATED = {"diver": ("lam", 1.0), "dqo": ("alpha", math.inf), "entropy": ("coef", math.inf)}
 COLORS = ("C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9", "k")  # C0 is GRPO's path, grey the start
 
 
@@ -143,10 +146,10 @@ ARMS: dict[str, Arm] = {
         Arm(f"setpo_r{SETPO_RATIO:g}", setpo=evidence.setpo_args(SETPO_RATIO, False), embedder=True),
         Arm("dra_grpo", "dra_grpo", {"scope": "group", "clamp": True}, {}, embedder=True),
         Arm("darling", "darling", {"partition": "answer", "floor": 0.1}, {}, answers=True),
-        Arm("diver", "diver", {"lam": 1.0, "correct_only": True, "tokenization": "char"}, {}),
-        Arm("dqo", "dqo", {"alpha": 1.3, "ridge": 1.0}, {}, embedder=True),
+        Arm("diver", "diver", {"correct_only": True, "tokenization": "char"}, {}),  # lam: calibrated
+        Arm("dqo", "dqo", {"ridge": 1.0}, {}, embedder=True),  # alpha: calibrated
         Arm("passk", "passk", {"k": 4}, {}),
-        Arm("entropy", "entropy_bonus", {"coef": 0.1}, {}),
+        Arm("entropy", "entropy_bonus", {}, {}),  # coef: calibrated
         Arm("grpo_t1.3", temperature=1.3),
     )
 }
@@ -176,7 +179,7 @@ PROFILES = {
     "smoke": MethodsProfile(
         n_train=40, n_test=4, hidden_size=16, num_layers=1, num_heads=2, sft_per_problem=1, sft_steps=4,
         group_sizes=(3,), seeds=2, rl_steps=2, prompts_per_step=2, frontier_points=2, max_completion_length=8,
-        eval_n=4, decodings=((1.0, 1.0),), arms=("grpo", "darling", "dqo"), calibration_prompts=4,
+        eval_n=4, decodings=((1.0, 1.0),), arms=("grpo", "darling", "dra_grpo"), calibration_prompts=4,
     ),
     "quick": MethodsProfile(
         n_test=16, seeds=2, rl_steps=8, prompts_per_step=4, frontier_points=3, eval_n=16, decodings=((1.0, 1.0),),
@@ -221,16 +224,17 @@ def arm_config(prof: MethodsProfile, arm: Arm, G: int, seed: int, output_dir: Pa
     return countdown_evidence.rl_config(prof, G, seed, output_dir, arm.config_fields())
 
 
-def term_sizes(model_path: Path, problems: Sequence[CountdownProblem], G: int, arms: Sequence[Arm],
-               overrides: dict[str, dict[str, Any]] | None = None, seed: int = 0) -> dict[str, Any]:  # fmt: skip
-    """`term_sizes_of` the start model's rollouts (G per Countdown problem at T 1.0)."""
+def calibration_batch(model_path: Path, problems: Sequence[CountdownProblem], G: int, max_new_tokens: int,
+                      seed: int = 0):  # fmt: skip
+    """The start model's rollouts (G per Countdown problem at T 1.0, as in training) as a ``GroupBatch``, and
+    ``entropy_ratio(A)``."""
     from setpo.eval.generate import HFGenerator, SamplingConfig
     from setpo.methods import GroupBatch
     from setpo.tiny import load_tiny
 
     model, tok = load_tiny(model_path)
     prompts = [make_prompt(p, "compact") for p in problems]
-    cfg = SamplingConfig(n=G, temperature=1.0, top_p=1.0, max_new_tokens=32, batch_size=1024, seed=seed,
+    cfg = SamplingConfig(n=G, temperature=1.0, top_p=1.0, max_new_tokens=max_new_tokens, batch_size=1024, seed=seed,
                          use_chat_template=False)  # fmt: skip
     samples = HFGenerator(model, tok, cfg, progress=False)(prompts)
     texts = [s for row in samples for s in row]
@@ -240,8 +244,111 @@ def term_sizes(model_path: Path, problems: Sequence[CountdownProblem], G: int, a
         rewards, G, texts=texts, answers=[commutative_answer(t) for t in texts], correct=rewards > CORRECT_THRESHOLD,
         embeddings=torch.as_tensor(np.asarray(answer_embedder()(texts)), dtype=torch.float64),
     )  # fmt: skip
-    entropy = lambda adv: _entropy_gradient_ratio(model, tok, prompts, samples, adv)  # noqa: E731
-    return {"prompts": len(problems), **term_sizes_of(batch, arms, overrides, entropy)}
+    return batch, lambda adv: _entropy_gradient_ratio(model, tok, prompts, samples, adv)
+
+
+def coefficient_grid(cap: float = math.inf) -> tuple[float, ...]:
+    """The coefficients a calibration scans: 10^(k/4) for k = -8..16 (0.01 ... 10^4) up to ``cap``, 2 significant
+    figures, and ``cap`` itself when it is finite and not on the grid."""
+    grid = [float(f"{10 ** (k / 4):.2g}") for k in range(-8, 17)]
+    out = [c for c in grid if c <= cap]
+    return tuple(out + ([cap] if math.isfinite(cap) and cap not in out else []))
+
+
+def choose_coefficient(scan: Sequence[tuple[float, float]], target: float) -> tuple[float, bool]:
+    """(coefficient, reached) from a scan of (coefficient, term size), coefficients ascending (module docstring).
+
+    The coefficient whose size is closest to ``target`` in ratio; when no size reaches ``target`` (the term
+    saturates, e.g. a reward term under the group z-score, or the cap stops it), the smallest one within 90% of the
+    largest size.
+    """
+    good = [(c, r) for c, r in scan if r > 0 and math.isfinite(r)]
+    if not good:
+        raise ValueError("no coefficient gives a term of positive size on the calibration rollouts (no group with "
+                         "unequal rewards?): raise calibration_prompts")  # fmt: skip
+    top = max(r for _, r in good)
+    if top < target:
+        return next(c for c, r in good if r >= 0.9 * top), False
+    return min(good, key=lambda cr: abs(math.log(cr[1] / target)))[0], True
+
+
+def setpo_size(batch, ratio: float = SETPO_RATIO) -> dict[str, float]:
+    """SetPO's term on the calibration batch in the methods' quotient (`term_sizes_of`), lambda set as the trainer
+    sets it (mean|lambda s| / mean|A_bar| = ``ratio`` over all rows, equal-reward groups included)."""
+    from setpo.core import group_advantages, group_credits
+    from setpo.core.controls import ratio_lambda
+
+    G = batch.group_size
+    base = group_advantages(batch.rewards.reshape(-1), G).reshape(-1, G)
+    s = group_credits(batch.embeddings, G)
+    lam = ratio_lambda(s.reshape(-1), base.reshape(-1), ratio)
+    if lam is None:
+        raise ValueError("SetPO's lambda cannot be set on the calibration rollouts (no credit or no advantage): "
+                         "raise calibration_prompts")  # fmt: skip
+    unequal = batch.rewards.std(-1) > 0
+    if not bool(unequal.any()):
+        raise ValueError("no calibration group has unequal rewards: raise calibration_prompts")
+    moved = (lam * s).abs()
+    return {"ratio": float(moved[unequal].mean() / base[unequal].abs().mean()), "all_rows_ratio": ratio,
+            "lambda": lam, "equal_groups_moved": float((moved[~unequal].amax(-1) > 1e-9).double().mean())
+            if bool((~unequal).any()) else 0.0}  # fmt: skip
+
+
+def calibrate(batch, names: Sequence[str], entropy_ratio: Callable[[torch.Tensor], float] | None = None,
+              arms: dict[str, Arm] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Term sizes of the arms ``names`` on one calibration batch, with the coefficients of `CALIBRATED` chosen so that
+    each term is about SetPO's (module docstring, Calibration). Returns `term_sizes_of`'s dict (at the chosen
+    parameters, in ``params``) plus SetPO's size as the target and, per calibrated arm, its scan and ``reached``."""
+    arms = arms or ARMS
+    target = setpo_size(batch) if any(n in CALIBRATED for n in names) else None
+    if entropy_ratio is not None:  # one gradient pass over the rollouts (GRPO's advantages are the same each call)
+        entropy_ratio = _first_value(entropy_ratio)
+    chosen: dict[str, dict[str, Any]] = {}
+    scans: dict[str, Any] = {}
+    for name in names:
+        if name not in CALIBRATED:
+            continue
+        key, cap = CALIBRATED[name]
+        arm = arms[name]
+        if arm.method == "entropy_bonus":
+            if entropy_ratio is None:
+                continue
+            at_one = term_sizes_of(batch, [arm], {name: {key: 1.0}}, entropy_ratio)[name]["ratio"]
+            coef, reached = float(f"{min(cap, target['ratio'] / at_one):.2g}"), True
+            scans[name] = {"ratio_at_1": at_one, "reached_target": reached}
+        else:
+            scan = [(c, term_sizes_of(batch, [arm], {name: {key: c}})[name]["ratio"]) for c in coefficient_grid(cap)]
+            coef, reached = choose_coefficient(scan, target["ratio"])
+            scans[name] = {"scan": scan, "reached_target": reached}
+        chosen[name] = {key: coef}
+    sizes = term_sizes_of(batch, [arms[n] for n in names], chosen, entropy_ratio)
+    for name, extra in scans.items():
+        sizes[name].update(extra)
+    return sizes if target is None else {**sizes, f"setpo_r{SETPO_RATIO:g}": target}
+
+
+def _first_value(fn: Callable[..., float]) -> Callable[..., float]:
+    """``fn`` computed on the first call only; later calls return that value."""
+    memo: list[float] = []
+
+    def once(*args: Any) -> float:
+        if not memo:
+            memo.append(fn(*args))
+        return memo[0]
+
+    return once
+
+
+def calibrated_arms(names: Sequence[str], sizes: dict[str, Any], arms: dict[str, Arm] | None = None) -> list[Arm]:
+    """The arms ``names`` with the coefficients the calibration chose (``sizes[arm]["params"]``)."""
+    arms = arms or ARMS
+    out = []
+    for name in names:
+        arm = arms[name]
+        if name in CALIBRATED:
+            arm = replace(arm, kwargs=dict(sizes[name]["params"]))
+        out.append(arm)
+    return out
 
 
 def term_sizes_of(batch, arms: Sequence[Arm], overrides: dict[str, dict[str, Any]] | None = None,
@@ -310,17 +417,23 @@ def _entropy_gradient_ratio(model, tok, prompts: list[str], samples: list[list[s
     def norm(gs) -> float:
         return float(torch.sqrt(sum((g.double() ** 2).sum() for g in gs)))
 
-    return norm(g_ent) / norm(g_pg)
+    pg = norm(g_pg)
+    if pg == 0:
+        raise ValueError("the policy-gradient term is 0 on the calibration rollouts (all rewards equal?): raise "
+                         "calibration_prompts")  # fmt: skip
+    return norm(g_ent) / pg
 
 
-def stage_term_sizes(run: RunDir, prof: MethodsProfile, sft: Path, train: list[CountdownProblem]) -> dict:
-    """`term_sizes` of the profile's arms on the start model (G = the first group size), saved once."""
+def stage_calibration(run: RunDir, prof: MethodsProfile, sft: Path, train: list[CountdownProblem]) -> dict:
+    """`calibrate` the profile's arms on the start model (G = the first group size), saved once; the file
+    ``term_sizes.json`` is written from the saved step on every call."""
     if not run.done("term_sizes"):
-        problems = train[: prof.calibration_prompts]
-        sizes = term_sizes(sft, problems, prof.group_sizes[0], run_arms(prof))
-        run.save("term_sizes", sizes)
-        write_json(run.path / "term_sizes.json", sizes)
-    return run.load("term_sizes")
+        batch, entropy = calibration_batch(sft, train[: prof.calibration_prompts], prof.group_sizes[0],
+                                           prof.max_completion_length)  # fmt: skip
+        run.save("term_sizes", {"prompts": prof.calibration_prompts, **calibrate(batch, prof.arms, entropy)})
+    sizes = run.load("term_sizes")
+    write_json(run.path / "term_sizes.json", sizes)
+    return sizes
 
 
 # --------------------------------------------------------------------------- analysis
@@ -343,10 +456,11 @@ def step_times(load: Callable[[str], dict], prof: Any, names: Sequence[str]):
     return pd.DataFrame(rows)
 
 
-def comparison(df, times, prof: Any, names: Sequence[str] | None = None):
+def comparison(df, times, prof: Any, names: Sequence[str] | None = None, controls: Sequence[str] = ()):
     """The pre-registered contrasts (module docstring) per G and decoding, paired by seed, with Holm-adjusted p.
 
-    ``names``: the arms compared, GRPO first (default: the profile's ``arms``)."""
+    ``names``: the arms compared, GRPO first (default: the profile's ``arms``); ``controls`` (e.g. a placebo) get
+    the same contrasts but stay out of the Holm family of the methods."""
     import pandas as pd
 
     names = list(names or prof.arms)
@@ -378,7 +492,8 @@ def comparison(df, times, prof: Any, names: Sequence[str] | None = None):
                             "arm": arm})  # fmt: skip
     con = pd.DataFrame(out)
     con["p_holm"] = np.nan
-    for (_, _), idx in con[con.claim == "lies above GRPO's frontier"].groupby(["G", "decoding"]).groups.items():
+    family = con[(con.claim == "lies above GRPO's frontier") & ~con.arm.isin(list(controls))]
+    for (_, _), idx in family.groupby(["G", "decoding"]).groups.items():
         con.loc[idx, "p_holm"] = holm_adjust(con.loc[idx, "p_signflip"].tolist())
     return con
 
@@ -421,12 +536,45 @@ def figure(run: RunDir, prof: Any, df, names: Sequence[str] | None = None, repor
     return path
 
 
+def _p(p: float) -> str:
+    return "-" if not math.isfinite(p) else f"{p:.3f}"
+
+
+def term_sizes_text(sizes: dict) -> str:
+    """One paragraph on the calibration: each term's size, its coefficient and what it does to equal-reward groups."""
+    target = sizes.get(f"setpo_r{SETPO_RATIO:g}")
+    parts = []
+    for name, v in sizes.items():
+        if not isinstance(v, dict) or "ratio" not in v or name.startswith("setpo_r"):
+            continue
+        text = f"{name} {v['ratio']:.2f}"
+        coef = {k: c for k, c in (v.get("params") or {}).items() if name in CALIBRATED and k == CALIBRATED[name][0]}
+        if coef:
+            text += " (" + ", ".join(f"{k} {c:g}" for k, c in coef.items())
+            text += ", short of the target)" if v.get("reached_target") is False else ")"
+        if v.get("equal_groups_moved"):
+            text += f", moves {v['equal_groups_moved']:.0%} of equal-reward groups"
+        parts.append(text)
+    head = (
+        "Term sizes at the start (`term_sizes.json`): mean|A - A_grpo| / mean|A_grpo| over the calibration groups "
+        "with unequal rewards (the entropy bonus: its gradient-norm share)"
+    )
+    if target is not None:
+        head += (
+            f"; SetPO at ratio {SETPO_RATIO} (over all rows) measures {target['ratio']:.2f} there and moves "
+            f"{target['equal_groups_moved']:.0%} of equal-reward groups: the calibration's target"
+        )
+    return head + ". " + "; ".join(parts) + "."
+
+
 def _ci(r) -> str:
     return f"{r['mean']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}]"
 
 
-def summary_table(run: RunDir, prof: Any, con, times, sizes: dict, setting: str, report: Report = COUNTDOWN) -> Path:
-    """Markdown: per decoding, one line per method (frontier gap, verdict, pass@1 cost, distinct, time), ranked."""
+def summary_table(run: RunDir, prof: Any, con, times, sizes: dict, setting: str, report: Report = COUNTDOWN,
+                  controls: Sequence[str] = ()) -> Path:  # fmt: skip
+    """Markdown: per decoding, one line per method (frontier gap, verdict, pass@1 cost, distinct, time), ranked;
+    the ``controls`` below them."""
     kmax = f"pass@{prof.eval_n}"
     mean_t = times.groupby("arm")["step_time_s"].mean()
     lines = [
@@ -443,6 +591,15 @@ def summary_table(run: RunDir, prof: Any, con, times, sizes: dict, setting: str,
             f"is {2 / 2**prof.seeds:.3g}: these verdicts check the pipeline, they are not evidence."
         )
         lines += [note, ""]
+    n_methods = con[(con.claim == "lies above GRPO's frontier") & ~con.arm.isin(list(controls))].groupby(
+        ["G", "decoding"]).size().max()  # fmt: skip
+    if prof.seeds >= 5 and min(1.0, n_methods * 2 / 2**prof.seeds) > 0.05:
+        lines += [
+            f"With {prof.seeds} seeds the smallest sign-flip p is {2 / 2**prof.seeds:.3g}, and Holm's adjustment over "
+            f"{n_methods} methods keeps it above 0.05: the p column cannot show a result here. The verdicts read each "
+            "method's own 95% CI, not adjusted for the number of methods.",
+            "",
+        ]
     for (G, dec), c in con.groupby(["G", "decoding"], sort=False):
         regime = c[c.arm == "grpo"].iloc[0]
         lines += [f"## G = {G}, decoding {dec}", ""]
@@ -454,30 +611,28 @@ def summary_table(run: RunDir, prof: Any, con, times, sizes: dict, setting: str,
             "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         gaps = c[c.claim == "lies above GRPO's frontier"].sort_values("mean", ascending=False)
-        for rank, g in enumerate(gaps.to_dict("records"), 1):
+        ranked = gaps[~gaps.arm.isin(list(controls))].to_dict("records")
+        for rank, g in [(str(i), g) for i, g in enumerate(ranked, 1)] + [
+            ("control", g) for g in gaps[gaps.arm.isin(list(controls))].to_dict("records")
+        ]:
             rows = c[(c.arm == g["arm"]) & (c.claim == "minus GRPO end point")].set_index("metric")
             t = c[(c.arm == g["arm"]) & (c.claim == "step time over GRPO's")].iloc[0]
             lines.append(
-                f"| {rank} | {g['arm']} | {_ci(g)} | {g['p_signflip']:.3f} ({g['p_holm']:.3f}) | "
+                f"| {rank} | {g['arm']} | {_ci(g)} | {g['p_signflip']:.3f} ({_p(g['p_holm'])}) | "
                 f"{g['seeds_up']}/{g['seeds']} | {g['verdict']} | {_ci(rows.loc['pass@1'])} | {_ci(rows.loc[kmax])} | "
                 f"{_ci(rows.loc['distinct'])} | {mean_t[g['arm']]:.3f} | {t['mean']:+.0%} |"
             )
         lines.append(f"| - | grpo | 0 (the frontier) | - | - | - | - | - | - | {mean_t['grpo']:.3f} | - |")
         lines.append("")
-    terms = [f"{a}: {v['ratio']:.2f}" for a, v in sizes.items() if isinstance(v, dict) and "ratio" in v]
-    lines += [
-        f"Term sizes at the start (`term_sizes.json`, relative to GRPO's advantage; SetPO's is {SETPO_RATIO}): "
-        + ", ".join(terms) + ".",
-        "",
-        report.caveats,
-    ]  # fmt: skip
+    lines += [term_sizes_text(sizes), "", report.caveats]
     path = run.path / "summary.md"
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 def analyse(run: RunDir, prof: Any, evals: dict, sizes: dict, setting: str, names: Sequence[str] | None = None,
-            report: Report = COUNTDOWN, load: Callable[[str], dict] | None = None) -> list[Path]:  # fmt: skip
+            report: Report = COUNTDOWN, load: Callable[[str], dict] | None = None,
+            controls: Sequence[str] = ()) -> list[Path]:  # fmt: skip
     """results.csv, per_problem.csv.gz, timing.csv, contrasts.csv, methods_frontier.png and summary.md.
 
     ``names``: the arms, GRPO first (default: the profile's); ``load`` reads their RL records (default: ``run``'s)."""
@@ -487,9 +642,10 @@ def analyse(run: RunDir, prof: Any, evals: dict, sizes: dict, setting: str, name
     per_problem_frame(evals).to_csv(run.path / "per_problem.csv.gz", index=False, compression=evidence.GZIP)
     times = step_times(load or run.load, prof, names)
     times.to_csv(run.path / "timing.csv", index=False)
-    con = comparison(df, times, prof, names)
+    con = comparison(df, times, prof, names, controls)
     con.to_csv(run.path / "contrasts.csv", index=False)
-    return [figure(run, prof, df, names, report), summary_table(run, prof, con, times, sizes, setting, report),
+    return [figure(run, prof, df, names, report),
+            summary_table(run, prof, con, times, sizes, setting, report, controls),
             run.path / "results.csv",
             run.path / "per_problem.csv.gz", run.path / "timing.csv", run.path / "contrasts.csv",
             run.path / "term_sizes.json"]  # fmt: skip
@@ -506,9 +662,9 @@ def _execute(args: argparse.Namespace, prof: MethodsProfile, plan: RunPlan) -> i
 
     train, test = stage_data(run, prof)
     sft = stage_sft(run, prof.sft_profile(), train)
-    sizes = stage_term_sizes(run, prof, sft, train)
+    sizes = stage_calibration(run, prof, sft, train)
     evals = {("start", 0, -1, 0): stage_eval(run, prof, sft, test, "start")}
-    grid = [(G, s, a) for G in prof.group_sizes for s in range(prof.seeds) for a in run_arms(prof)]
+    grid = [(G, s, a) for G in prof.group_sizes for s in range(prof.seeds) for a in calibrated_arms(prof.arms, sizes)]
     for G, seed, arm in tqdm(grid, desc=NAME, unit="run"):
         final = stage_rl(run, prof, sft, train, arm, G, seed)
         name = f"{arm.name}_g{G}_s{seed}"

@@ -86,9 +86,10 @@ def train_arm(
     trainer.train()
     trainer.model.save_pretrained(out)
     logs = [h for h in trainer.state.log_history if "reward" in h]
-    extra = {} if method is None else {"fields": method}
-    run.save(f"rl_{name}", {**(meta or {}), "G": G, "seed": seed, "ratio": ratio, "placebo": placebo, **extra,
-                            "wall_s": time.perf_counter() - t0, "log": logs})  # fmt: skip
+    # a method arm's fields say what it ran; ratio and placebo are the SetPO arms' settings
+    arm_fields = {"ratio": ratio, "placebo": placebo} if method is None else {"fields": dict(method)}
+    run.save(f"rl_{name}", {**(meta or {}), "G": G, "seed": seed, **arm_fields, "wall_s": time.perf_counter() - t0,
+                            "log": logs})  # fmt: skip
     return out
 
 

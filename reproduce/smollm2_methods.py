@@ -1,6 +1,7 @@
 """Diversity methods side by side on a real pretrained LM: SmolLM2-135M-Instruct naming primes, paired over seeds.
 
-    python -m reproduce smollm2_methods --profile smoke|quick|full [--seeds N] [--out DIR] [--overwrite] [--publish]
+    python -m reproduce smollm2_methods --profile smoke|quick|full [--seeds N] [--baseline DIR] [--out DIR]
+        [--overwrite] [--publish]
 
 Design (fixed before the runs; the profile sets the sizes). The task, model, LoRA, RL budget, evaluation and GRPO
 frontier are the SmolLM2 primes experiment's (`reproduce.smollm2_primes`, imported, not copied): name a prime in a
@@ -9,34 +10,34 @@ LoRA r 16; 12 held-out windows x 32 samples at (T 0.5, top-p 0.9) and (T 1.0, to
 
 Baseline arms: GRPO (with its checkpoints: the frontier), SetPO at ratio 0.3 and the placebo at ratio 0.3 are the
 primes experiment's own runs of the same profile and seeds, read from its run folder (and run or resumed there
-first when missing): ``runs/smollm2_primes/<profile>``, or ``DIR/smollm2_primes`` when this run's folder is
-``DIR/smollm2_methods`` (as ``python -m reproduce quick --out DIR`` lays them out). Its config is checked, so a
-baseline of other settings is refused rather than mixed in.
+first when missing): ``--baseline DIR``, by default the primes folder beside this run's (``runs/smollm2_primes/
+<profile>`` for ``runs/smollm2_methods/<profile>``, ``DIR/smollm2_primes`` for ``DIR/smollm2_methods`` as
+``python -m reproduce quick --out DIR`` lays them out). Its config is checked before anything runs, a baseline
+inside this run's folder (where ``--overwrite`` would delete it) is refused, and a digest of the baseline's records
+is kept with this run: if the baseline changes later, the run refuses to mix them. The placebo is a control, not a
+method: it is left out of the methods' Holm family and ranking.
 
 Method arms (the methods comparison's, `reproduce.methods_comparison.ARMS`, same fields, same seeds and budget):
 ``dra_grpo`` (within-group, clamped), ``darling`` (classes = equal answers, the first integer; floor 0.1),
-``diver`` (lam 1, correct only, character BLEU), ``dqo``, ``passk`` (k = 4), ``entropy`` (TRL's entropy bonus) and
-``grpo_t1.3`` (sampling at T 1.3). Kernel of SetPO, DRA-GRPO and DQO: the primes experiment's one-hot embedding of
-the answer. The two coefficients that have no default are set by a rule fixed here, measured on this model before
-any RL run (`term_sizes.json`), so that each term is about SetPO's at ratio 0.3: DQO's alpha and the entropy
-coefficient are the value on the grid 10^(k/4), k = -8..16, whose term size is closest to 0.3 (in ratio); where no
-value reaches 0.3 (a reward term saturates under the group z-score), the smallest one within 90% of the largest size,
-flagged ``reached_target: false``. The size is measured on the start model's rollouts (G per training window at
-T 1.0, `calibration_prompts` windows spread over the training set): for DQO mean|A - A_grpo| / mean|A_grpo| over the
-groups with unequal rewards, scanned over the grid; for the entropy bonus ||grad(coef H)|| / ||grad L_pg|| over the
-LoRA parameters, measured once and linear in coef. DIVER keeps lam 1 (the group z-score removes most of any lam;
-see the methods comparison); DRA-GRPO, DARLING and pass@k have no coefficient; their sizes are reported.
+``diver`` (correct only, character BLEU), ``dqo``, ``passk`` (k = 4), ``entropy`` (TRL's entropy bonus),
+``grpo_t1.3`` (sampling at T 1.3), and ``gapo``: here the valid set is known (V = the primes strictly inside the
+window, a ``valid_answers`` column), so GAPO's frequency reward 1 - (f - 1/|V|) for valid answers, -1 otherwise,
+replaces the task reward. Kernel of SetPO, DRA-GRPO and DQO: the primes experiment's one-hot embedding of the
+answer. The coefficients with no default (DQO's alpha, DIVER's lam, the entropy coefficient) are set by the methods
+comparison's calibration (`reproduce.methods_comparison.calibrate`, rule in its docstring), measured on this
+model's start before any RL run and saved in ``term_sizes.json``: rollouts of G per training window at T 1.0
+(``calibration_prompts`` windows spread over the training set, seed 0; the entropy bonus's gradient share over
+a LoRA adapter initialised from seed 0).
 
 Metrics, statistics and decision rule: the methods comparison's (frontier gap in pass@n per method and decoding,
 paired by seed, 95% bootstrap CI, exact sign-flip p with Holm's adjustment over the methods of one decoding; pass@1,
-pass@n and distinct valid primes minus GRPO's end; seconds per step), with the placebo as one more row: an arm with a
-same-sized term and no diversity information, which shows what "any extra term" does to the frontier here.
+pass@n and distinct valid primes minus GRPO's end; seconds per step), with the placebo as a control row: an arm with
+a same-sized term and no diversity information, which shows what "any extra term" does to the frontier here.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import time
 from dataclasses import asdict, dataclass, fields
@@ -49,19 +50,20 @@ from tqdm.auto import tqdm
 from reproduce import evidence
 from reproduce import methods_comparison as mc
 from reproduce import smollm2_primes as sp
-from reproduce.common import RunDir, RunPlan, default_out, write_json
+from reproduce.common import RunDir, RunPlan, write_json
 from reproduce.evidence import cached_eval
 from reproduce.smollm2 import LORA_TARGETS, load_policy, sample, train_arm
 
 NAME = "smollm2_methods"
 COMMAND = "python -m reproduce smollm2_methods --profile {profile}"
-METHOD_ARMS = ("dra_grpo", "darling", "diver", "dqo", "passk", "entropy", "grpo_t1.3")
-CALIBRATED = {"dqo": "alpha", "entropy": "coef"}  # arm -> the coefficient set by the calibration rule
+ARMS = {**mc.ARMS, "gapo": mc.Arm("gapo", "gapo", {}, {}, answers=True)}
+METHOD_ARMS = ("dra_grpo", "darling", "diver", "dqo", "passk", "entropy", "grpo_t1.3", "gapo")
 REPORT = mc.Report(
     "SmolLM2-135M, primes",
-    "GAPO: not applicable (no given valid-answer set); it runs on its own task in `smollm2_lists`.",
+    "The placebo (SetPO's credits permuted across groups) is a control, listed below the ranked methods.",
     "Caveats of scale: a 135M-parameter model with LoRA, short RL runs, one task; the hyperparameters are the papers' "
-    "where the spec gives them, else matched to SetPO's term size on this model's start, not tuned per method.",
+    "where the spec gives them, else matched to SetPO's term size on this model's start, not tuned per method. The "
+    "baseline arms' step times come from the primes experiment's process.",
 )
 
 
@@ -70,7 +72,7 @@ class MethodsPrimesProfile(sp.PrimesProfile):
     """The primes experiment's sizes, plus the method arms run here and the calibration size."""
 
     arms: tuple[str, ...] = METHOD_ARMS
-    calibration_prompts: int = 32
+    calibration_prompts: int = 64
 
     def __post_init__(self):
         super().__post_init__()
@@ -90,45 +92,65 @@ def _extend(name: str, **changes: Any) -> MethodsPrimesProfile:
 
 
 PROFILES = {
-    "smoke": _extend("smoke", arms=("darling", "dqo"), calibration_prompts=16),
-    "quick": _extend("quick", arms=("darling", "dqo", "passk", "entropy"), calibration_prompts=8),
-    "full": _extend("full", calibration_prompts=64),
+    "smoke": _extend("smoke", arms=("darling", "dqo", "gapo"), calibration_prompts=16),
+    "quick": _extend("quick", arms=("darling", "dqo", "passk", "entropy"), calibration_prompts=32),
+    "full": _extend("full"),
 }
 
 
 def answer(text: str) -> str | None:
-    """DARLING's class key: the answer (the first integer of the completion), or None when there is none."""
+    """The answer (the first integer of the completion) as DARLING's class key and GAPO's answer, or None."""
     x = sp.first_integer(text)
     return None if x is None else str(x)
 
 
-def baseline_out(out: Path, label: str, seeds: int | None) -> Path:
-    """The primes experiment's run folder for the baseline arms (module docstring)."""
+def valid_answers(lo: int, hi: int) -> list[str]:
+    """GAPO's V for a window: the primes strictly between lo and hi, as answers."""
+    return [str(x) for x in range(lo + 1, hi) if sp.is_prime(x)]
+
+
+def baseline_out(out: Path) -> Path:
+    """The primes run folder beside this run's (module docstring)."""
     out = Path(out)
-    if out == default_out(NAME, label, seeds=seeds):
-        return default_out(sp.NAME, label, seeds=seeds)
-    return out.parent / sp.NAME if out.name == NAME else out / sp.NAME
+    if out.parent.name == NAME:
+        return out.parent.parent / sp.NAME / out.name
+    if out.name == NAME:
+        return out.parent / sp.NAME
+    return out.parent / f"{out.name}-{sp.NAME}"
 
 
-def coefficient_grid() -> tuple[float, ...]:
-    """The coefficients the calibration scans: 10^(k/4) for k = -8..16 (0.01 ... 10^4), two significant figures."""
-    return tuple(float(f"{10 ** (k / 4):.2g}") for k in range(-8, 17))
+def baseline_plan(args: argparse.Namespace, prof: MethodsPrimesProfile, out: Path) -> tuple[Path, dict[str, Any]]:
+    """(folder, config) of the baseline run, checked: same settings as a primes run would record, not inside ``out``."""
+    from reproduce.common import RunExistsError
+
+    path = Path(args.baseline) if args.baseline is not None else baseline_out(out)
+    inside = path.resolve().is_relative_to(Path(out).resolve()) or Path(out).resolve().is_relative_to(path.resolve())
+    if inside:
+        raise RunExistsError(f"the baseline folder {path} and this run's folder {out} must not contain each other")
+    config = {"profile": args.profile, **asdict(prof.baseline())}
+    RunDir.check(path, config)
+    return path, config
 
 
-def choose_coefficient(scan: list[tuple[float, float]], target: float = mc.SETPO_RATIO) -> tuple[float, bool]:
-    """(coefficient, reached) from a scan of (coefficient, term size), coefficients ascending (module docstring).
+def build_parser():
+    """The evidence experiments' options plus --baseline."""
+    p = evidence.build_parser(NAME, __doc__.strip().splitlines()[0], PROFILES, 2)
+    p.add_argument("--baseline", type=Path, default=None, help="the smollm2_primes run folder of the baseline arms "
+                   "(default: the primes folder beside this run's)")  # fmt: skip
+    return p
 
-    The coefficient whose size is closest to ``target`` in ratio; when no size reaches ``target`` (the term
-    saturates: a reward term under the group z-score), the smallest one within 90% of the largest size.
-    """
-    good = [(c, r) for c, r in scan if r > 0 and math.isfinite(r)]
-    if not good:
-        raise ValueError("no coefficient gives a term of positive size on the calibration rollouts (no group with "
-                         "unequal rewards?): raise calibration_prompts")  # fmt: skip
-    top = max(r for _, r in good)
-    if top < target:
-        return next(c for c, r in good if r >= 0.9 * top), False
-    return min(good, key=lambda cr: abs(math.log(cr[1] / target)))[0], True
+
+def prepare(argv: list[str] | None = None):
+    """Parse and check every option, the run folder and the baseline folder (writing nothing)."""
+    args = build_parser().parse_args(argv)
+    prof, plan = evidence.check_run(args, NAME, PROFILES)
+    base = baseline_plan(args, prof, plan.out)
+    return lambda: _execute(args, prof, plan, base)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line (see the module docstring)."""
+    return prepare(argv)()
 
 
 # --------------------------------------------------------------------------- stages
@@ -149,15 +171,40 @@ def stage_baseline(base: RunDir, prof: sp.PrimesProfile) -> dict:
     return evals
 
 
+def baseline_digest(base: RunDir) -> dict[str, str]:
+    """sha256 of every finished step record of the baseline run, by step: what this run's results rest on."""
+    import hashlib
+
+    return {f.stem: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted((base.path / "steps").glob("*.json"))}
+
+
+def stage_baseline_record(run: RunDir, base: RunDir) -> dict:
+    """The baseline's config and step digests, kept with this run on first use; later calls refuse a changed one."""
+    from reproduce.common import RunExistsError
+
+    now = {"folder": str(base.path), "config": (base.path / "config.json").read_text(), "steps": baseline_digest(base)}
+    if not run.done("baseline"):
+        run.save("baseline", now)
+    kept = run.load("baseline")
+    changed = sorted(k for k in set(kept["steps"]) | set(now["steps"]) if kept["steps"].get(k) != now["steps"].get(k))
+    if kept["config"] != now["config"] or changed:
+        raise RunExistsError(
+            f"the baseline run {base.path} changed since this run first used it ({', '.join(changed[:4]) or 'config'}"
+            "): pass --overwrite to redo this run's method arms against it"
+        )
+    return kept
+
+
 def calibration_rows(prof: MethodsPrimesProfile) -> list[tuple[int, int]]:
     """`calibration_prompts` training windows spread evenly over the training set."""
     train = sp.windows("train", prof.n_test)
     n = min(prof.calibration_prompts, len(train))
-    return [train[round(i * (len(train) - 1) / max(1, n - 1))] for i in range(n)] if n > 1 else train[:1]
+    return [train[round(i * (len(train) - 1) / max(1, n - 1))] for i in range(n)]
 
 
-def term_sizes(prof: MethodsPrimesProfile, seed: int = 0) -> dict[str, Any]:
-    """Term sizes of the method arms at their given parameters, with DQO's alpha and the entropy coef at 1."""
+def calibration_batch(prof: MethodsPrimesProfile, seed: int = 0):
+    """The start model's rollouts (G per calibration window at T 1.0) as a ``GroupBatch``, and ``entropy_ratio(A)``
+    over a LoRA adapter initialised from ``seed``."""
     from peft import LoraConfig, get_peft_model
 
     from setpo.methods import GroupBatch
@@ -168,59 +215,36 @@ def term_sizes(prof: MethodsPrimesProfile, seed: int = 0) -> dict[str, Any]:
     model, tok = load_policy(None)
     samples = sample(model, tok, prompts, G, 1.0, 1.0, prof.max_completion_length, prof.eval_batch_size)
     texts = [s for row in samples for s in row]
-    rewards = torch.tensor(sp.primes_reward(texts, [lo for lo, _ in wins for _ in range(G)],
-                                            [hi for _, hi in wins for _ in range(G)]), dtype=torch.float64)  # fmt: skip
+    los, his = [lo for lo, _ in wins for _ in range(G)], [hi for _, hi in wins for _ in range(G)]
+    rewards = torch.tensor(sp.primes_reward(texts, los, his), dtype=torch.float64)
     batch = GroupBatch.from_rows(
         rewards, G, texts=texts, answers=[answer(t) for t in texts], correct=rewards > mc.CORRECT_THRESHOLD,
         embeddings=torch.as_tensor(sp.AnswerOneHot()(texts), dtype=torch.float64),
+        valid_sets=[valid_answers(lo, hi) for lo, hi in wins],
     )  # fmt: skip
+    torch.manual_seed(seed)
     lora = LoraConfig(r=prof.lora_r, lora_alpha=2 * prof.lora_r, lora_dropout=0.0, task_type="CAUSAL_LM",
                       target_modules=LORA_TARGETS)  # fmt: skip
     policy = get_peft_model(model, lora)
-    entropy = lambda adv: mc._entropy_gradient_ratio(policy, tok, prompts, samples, adv)  # noqa: E731, SLF001
-    arms = [mc.ARMS[a] for a in prof.arms]
-    sizes = mc.term_sizes_of(batch, arms, None, entropy)
-    for name, key in CALIBRATED.items():
-        if name not in prof.arms:
-            continue
-        grid = coefficient_grid()
-        if name == "entropy":  # the gradient-norm ratio is linear in coef: one measurement at coef 1 gives the scan
-            at_one = sizes[name]["ratio"] / mc.ARMS[name].kwargs[key]
-            scan = [(c, c * at_one) for c in grid]
-        else:
-            scan = [(c, mc.term_sizes_of(batch, [mc.ARMS[name]], {name: {key: c}})[name]["ratio"]) for c in grid]
-        coef, reached = choose_coefficient(scan)
-        size = dict(scan)[coef]
-        params = {**mc.ARMS[name].kwargs, key: coef}
-        sizes[name] = {**sizes[name], "ratio": size, "params": params, "reached_target": reached, "scan": scan}
-    return {"prompts": len(prompts), "mean_reward": float(rewards.mean()), **sizes}
+    return batch, lambda adv: mc._entropy_gradient_ratio(policy, tok, prompts, samples, adv)  # noqa: SLF001
 
 
-def calibrated_arms(prof: MethodsPrimesProfile, sizes: dict[str, Any]) -> list[mc.Arm]:
-    """The method arms, with the coefficients the calibration chose (``sizes[arm]["params"]``)."""
-    out = []
-    for name in prof.arms:
-        arm = mc.ARMS[name]
-        if name in CALIBRATED:
-            arm = mc.Arm(arm.name, arm.method, dict(sizes[name]["params"]), arm.setpo, arm.temperature, arm.embedder,
-                         arm.answers)  # fmt: skip
-        out.append(arm)
-    return out
-
-
-def stage_term_sizes(run: RunDir, prof: MethodsPrimesProfile) -> dict:
-    """`term_sizes` with the coefficients chosen from them, saved once (``term_sizes.json``)."""
+def stage_calibration(run: RunDir, prof: MethodsPrimesProfile) -> dict:
+    """`methods_comparison.calibrate` on this model's start, saved once; ``term_sizes.json`` rewritten every call."""
     if not run.done("term_sizes"):
-        sizes = term_sizes(prof)
-        run.save("term_sizes", sizes)
-        write_json(run.path / "term_sizes.json", sizes)
-    return run.load("term_sizes")
+        batch, entropy = calibration_batch(prof)
+        sizes = mc.calibrate(batch, prof.arms, entropy, ARMS)
+        run.save("term_sizes", {"prompts": prof.calibration_prompts, "mean_reward": float(batch.rewards.mean()),
+                                **sizes})  # fmt: skip
+    sizes = run.load("term_sizes")
+    write_json(run.path / "term_sizes.json", sizes)
+    return sizes
 
 
 def stage_rl(run: RunDir, prof: MethodsPrimesProfile, arm: mc.Arm, G: int, seed: int) -> Path:
     """One LoRA RL run of a method arm from the start model. Returns its adapter."""
-    wins = sp.windows("train", prof.n_test)
-    rows = [{"prompt": sp.PROMPT.format(lo=lo, hi=hi), "lo": lo, "hi": hi} for lo, hi in wins]
+    rows = [{"prompt": sp.PROMPT.format(lo=lo, hi=hi), "lo": lo, "hi": hi, "valid_answers": valid_answers(lo, hi)}
+            for lo, hi in sp.windows("train", prof.n_test)]  # fmt: skip
     return train_arm(run, f"{arm.name}_g{G}_s{seed}", rows, [sp.primes_reward],
                      sp.AnswerOneHot() if arm.embedder else None, prof=prof, G=G, seed=seed, ratio=0.0, placebo=False,
                      meta={"arm": arm.name}, method=arm.config_fields(),
@@ -230,39 +254,42 @@ def stage_rl(run: RunDir, prof: MethodsPrimesProfile, arm: mc.Arm, G: int, seed:
 # --------------------------------------------------------------------------- entry point
 
 
-def _execute(args: argparse.Namespace, prof: MethodsPrimesProfile, plan: RunPlan) -> int:
+def _execute(args: argparse.Namespace, prof: MethodsPrimesProfile, plan: RunPlan, baseline) -> int:
     run = plan.start()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     torch.set_num_threads(max(1, args.threads))
     t0 = time.perf_counter()
 
+    sizes = stage_calibration(run, prof)  # before the baseline: a calibration that cannot be done fails first
+    arms = mc.calibrated_arms(prof.arms, sizes, ARMS)
     base_prof = prof.baseline()
-    base = RunDir(baseline_out(plan.out, plan.label, args.seeds), {"profile": plan.label, **asdict(base_prof)})
+    base = RunDir(*baseline)
     evals = stage_baseline(base, base_prof)
     base.close()
-    sizes = stage_term_sizes(run, prof)
-    grid = [(G, s, a) for G in prof.group_sizes for s in range(prof.seeds) for a in calibrated_arms(prof, sizes)]
+    record = stage_baseline_record(run, base)
+    grid = [(G, s, a) for G in prof.group_sizes for s in range(prof.seeds) for a in arms]
     for G, seed, arm in tqdm(grid, desc=NAME, unit="run"):
         name = f"{arm.name}_g{G}_s{seed}"
         final = stage_rl(run, prof, arm, G, seed)
         evals[(arm.name, G, seed, prof.rl_steps)] = cached_eval(run, name, lambda f=final: sp.evaluate(f, prof))
 
-    names = [a for a, _, _ in evidence.arms(base_prof)] + list(prof.arms)
+    baseline_names = [a for a, _, _ in evidence.arms(base_prof)]
+    controls = [a for a in baseline_names if a.startswith("placebo")]
+    seeds = "" if args.seeds is None else f" --seeds {args.seeds}"
     setting = (
-        f"Command: `{COMMAND.format(profile=args.profile)}` (GRPO, SetPO and the placebo: the runs of `"
-        f"{sp.COMMAND.format(profile=args.profile)}`). SmolLM2-135M-Instruct with LoRA r {prof.lora_r}; "
-        f"{prof.seeds} seeds per arm, paired by seed; {prof.n_test} test windows x n={prof.eval_n}; RL "
-        f"{prof.rl_steps} steps x {prof.prompts_per_step} prompts x G, lr {prof.rl_lr:g}."
+        f"Command: `{COMMAND.format(profile=args.profile)}{seeds}`; GRPO, SetPO and the placebo are the runs of "
+        f"`{sp.COMMAND.format(profile=args.profile)}{seeds}` in `{record['folder']}`. SmolLM2-135M-Instruct with LoRA "
+        f"r {prof.lora_r}; {prof.seeds} seeds per arm, paired by seed; {prof.n_test} test windows x n={prof.eval_n}; "
+        f"RL {prof.rl_steps} steps x {prof.prompts_per_step} prompts x G, lr {prof.rl_lr:g}."
     )
 
     def load(step: str) -> dict:
-        return run.load(step) if run.done(step) else base.load(step)
+        arm = step.removeprefix("rl_").rsplit("_g", 1)[0]
+        return (base if arm in baseline_names else run).load(step)
 
-    files = mc.analyse(run, prof, evals, sizes, setting, names, REPORT, load)
+    files = mc.analyse(run, prof, evals, sizes, setting, baseline_names + list(prof.arms), REPORT, load, controls)
     return plan.finish(run, t0, run.path / "summary.md", files)
 
-
-build_parser, prepare, main = evidence.entry_points(NAME, __doc__, PROFILES, 2, lambda *a: _execute(*a))
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,5 +1,5 @@
 """The methods comparison: each arm's SetPOConfig, the contrasts and table on a synthetic frame with known answers,
-Holm's adjustment, and one smoke run end to end (GRPO + DARLING + DQO)."""
+Holm's adjustment, and one smoke run end to end (GRPO + DARLING + DRA-GRPO)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,16 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from reproduce import methods_comparison as mc
 from reproduce.common import RunDir
 from reproduce.stats import holm_adjust
 from setpo.integrations.trl import SetPOConfig
+
+CALIBRATION = {"diver": {"params": {"lam": 1.0, "correct_only": True, "tokenization": "char"}},
+               "dqo": {"params": {"alpha": 1.3, "ridge": 1.0}}, "entropy": {"params": {"coef": 0.1}}}  # fmt: skip
+CALIBRATED = {a.name: a for a in mc.calibrated_arms(list(mc.ARMS), CALIBRATION)}
 
 
 def _config(arm: mc.Arm, G: int = 7, tmp_path=None) -> SetPOConfig:
@@ -35,7 +40,7 @@ def test_arms_build_their_setpo_configs(tmp_path):
     }
     assert list(mc.ARMS) == list(expect) and mc.PROFILES["full"].arms == tuple(expect)
     for name, (method, kwargs, temperature, entropy_coef) in expect.items():
-        cfg = _config(mc.ARMS[name], tmp_path=tmp_path)
+        cfg = _config(CALIBRATED[name], tmp_path=tmp_path)
         assert cfg.diversity_method == method, name
         assert (cfg.diversity_method_kwargs or {}) == kwargs, name
         assert (cfg.temperature, cfg.entropy_coef) == (temperature, entropy_coef), name
@@ -63,6 +68,73 @@ def test_commutative_answer_merges_operand_order():
     assert a == mc.commutative_answer("<answer>5*(4+3)</answer>") != mc.commutative_answer("<answer>3+4*5</answer>")
     assert mc.commutative_answer("no tags") is None
     assert mc.commutative_answer("<answer>3+</answer>") == "3+"  # does not parse: kept as written
+
+
+def test_choose_coefficient_closest_in_ratio_or_where_it_saturates():
+    grid = mc.coefficient_grid()
+    assert grid[0] == 0.01 and grid[-1] == 10_000 and len(grid) == 25 and list(grid) == sorted(grid)
+    assert mc.coefficient_grid(1.0)[-1] == 1.0 and mc.coefficient_grid(0.5)[-2:] == (0.32, 0.5)  # the cap itself
+    linear = [(c, 0.1 * c) for c in grid]
+    assert mc.choose_coefficient(linear, 0.3) == (3.2, True)  # 0.32 is closer to 0.3 in ratio than 0.18
+    saturating = [(c, 0.2 * c / (1 + c)) for c in grid]  # tops out below 0.2
+    coef, reached = mc.choose_coefficient(saturating, 0.3)
+    top = max(r for _, r in saturating)
+    assert not reached and 0.2 * coef / (1 + coef) >= 0.9 * top
+    assert all(0.2 * c / (1 + c) < 0.9 * top for c in grid if c < coef)
+    with pytest.raises(ValueError, match="raise calibration_prompts"):
+        mc.choose_coefficient([(1.0, 0.0), (2.0, float("nan"))], 0.3)
+
+
+def _calibration_batch():
+    """Two groups of 4 with unequal rewards and one with equal rewards; one-hot answers, two of them repeated."""
+    from setpo.methods import GroupBatch
+
+    rewards = torch.tensor([1.0, 0, 0, 1, 0, 1, 1, 1, 0, 0, 0, 0], dtype=torch.float64)
+    ids = [0, 0, 1, 2, 3, 4, 4, 5, 6, 6, 6, 7]
+    emb = torch.nn.functional.one_hot(torch.tensor(ids), 8).double()
+    texts = [f"a{i}" for i in ids]
+    return GroupBatch.from_rows(rewards, 4, texts=texts, answers=texts, correct=rewards > 0.5, embeddings=emb)
+
+
+def test_setpo_size_is_its_term_over_unequal_groups():
+    from setpo.core import group_advantages, group_credits
+
+    batch = _calibration_batch()
+    base = group_advantages(batch.rewards.reshape(-1), 4).reshape(-1, 4)
+    s = group_credits(batch.embeddings, 4)
+    lam = 0.3 * base.abs().mean() / s.abs().mean()  # the trainer's rule over all rows
+    want = float((lam * s)[:2].abs().mean() / base[:2].abs().mean())  # groups 0 and 1 have unequal rewards
+    got = mc.setpo_size(batch)
+    assert got["ratio"] == pytest.approx(want) and got["lambda"] == pytest.approx(float(lam))
+    assert got["equal_groups_moved"] == 1.0  # group 2 has equal rewards and unequal answers: SetPO moves it
+
+
+def test_calibrate_sizes_each_term_near_setpos():
+    sizes = mc.calibrate(_calibration_batch(), ["dqo", "diver", "darling"])
+    target = sizes["setpo_r0.3"]["ratio"]
+    dqo = sizes["dqo"]
+    assert dqo["params"]["ridge"] == 1.0 and dqo["params"]["alpha"] in mc.coefficient_grid()
+    best = min(dqo["scan"], key=lambda cr: abs(np.log(cr[1] / target)) if cr[1] > 0 else np.inf)
+    assert dqo["params"]["alpha"] == best[0] and dqo["reached_target"]
+    assert dqo["ratio"] == pytest.approx(dict(dqo["scan"])[dqo["params"]["alpha"]])  # sizes at the chosen alpha
+    assert sizes["diver"]["params"]["lam"] <= 1.0  # capped: the bonus stays at most the task reward
+    assert "scan" not in sizes["darling"] and sizes["darling"]["params"] == mc.ARMS["darling"].kwargs
+    arms = {a.name: a for a in mc.calibrated_arms(["dqo", "darling"], sizes)}
+    assert arms["dqo"].kwargs == dqo["params"] and arms["darling"] == mc.ARMS["darling"]
+
+
+def test_calibrate_solves_for_the_entropy_coefficient_with_one_gradient_pass():
+    calls = []
+
+    def entropy_ratio(adv):  # ||grad H|| / ||grad L_pg|| at coef 1
+        calls.append(adv)
+        return 2.0
+
+    sizes = mc.calibrate(_calibration_batch(), ["entropy"], entropy_ratio)
+    target = sizes["setpo_r0.3"]["ratio"]
+    assert sizes["entropy"]["params"] == {"coef": float(f"{target / 2.0:.2g}")}
+    assert sizes["entropy"]["ratio"] == pytest.approx(2.0 * sizes["entropy"]["params"]["coef"])
+    assert sizes["entropy"]["ratio_at_1"] == 2.0 and len(calls) == 1
 
 
 def test_holm_adjust_known_values():
@@ -115,8 +187,17 @@ def test_contrasts_and_table_on_a_synthetic_frame(tmp_path):
     rows = [line for line in text.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")]
     assert rows[0].startswith("| 1 | darling |") and "confirmed" in rows[0] and "+50%" in rows[0]
     assert rows[1].startswith("| 2 | dqo |") and "refuted" in rows[1] and "+100%" in rows[1]
-    assert "the start is on the frontier" in text and "dqo: 0.29" in text and "GAPO: not applicable" in text
+    assert "the start is on the frontier" in text and "dqo 0.29" in text and "GAPO: not applicable" in text
     assert "not evidence" in text  # 4 seeds: the verdicts are labelled a pipeline check
+    run.close()
+
+    # a control (a placebo) gets the same contrasts, but stays out of the Holm family and the ranking
+    con = mc.comparison(df, times, prof, controls=("dqo",))
+    gap = con[con.claim == "lies above GRPO's frontier"].set_index("arm")
+    assert gap.loc["darling", "p_holm"] == pytest.approx(2 / 16) and np.isnan(gap.loc["dqo", "p_holm"])
+    run = RunDir(tmp_path / "run2", {"t": 2})
+    text = mc.summary_table(run, prof, con, times, {}, "Setting.", controls=("dqo",)).read_text()
+    assert "| 1 | darling |" in text and "| control | dqo |" in text and "| 2 |" not in text
     run.close()
 
 
@@ -138,11 +219,11 @@ def test_smoke_run_end_to_end(smoke_run):
             if name != "grpo":  # the method ran inside the trainer and changed the advantages it logged
                 assert all(f"method/{name}/advantage_delta" in h for h in rl["log"])
     con = pd.read_csv(smoke_run / "contrasts.csv")
-    assert set(con[con.claim == "lies above GRPO's frontier"].arm) == {"darling", "dqo"}
+    assert set(con[con.claim == "lies above GRPO's frontier"].arm) == {"darling", "dra_grpo"}
     timing = pd.read_csv(smoke_run / "timing.csv")
     assert len(timing) == prof.seeds * len(prof.arms) and (timing.step_time_s > 0).all()
     sizes = json.loads((smoke_run / "term_sizes.json").read_text())
-    assert set(sizes) >= {"darling", "dqo"} and sizes["G"] == G
+    assert set(sizes) >= {"darling", "dra_grpo"} and sizes["G"] == G and "setpo_r0.3" not in sizes  # none calibrated
     for f in ("methods_frontier.png", "summary.md", "results.csv", "per_problem.csv.gz"):
         assert (smoke_run / f).is_file(), f
     assert (smoke_run / "summary.md").read_text().count("| 1 |") == 1
