@@ -454,8 +454,14 @@ def prepare(argv: list[str] | None = None) -> Callable[[], int]:
     config = {"profile": args.profile, "threads": args.threads, "device": args.device, **asdict(prof)}
     RunDir.check(out, config, args.overwrite)
     if args.publish:
-        check_publish(PAPER_FIGURES / NAME, args.profile, _size(prof), args.force_publish)
+        check_publish(publish_dir(args.profile), args.profile, _size(prof), args.force_publish)
     return lambda: _execute(args, prof, out, config)
+
+
+def publish_dir(profile: str) -> Path:
+    """Where --publish puts a profile's figures: the SmolLM2-only profile beside the others, in a folder of its own
+    (it measures a different set of policies, so it neither replaces nor is replaced by the full profile)."""
+    return PAPER_FIGURES / NAME / "smollm2" if profile == "smollm2" else PAPER_FIGURES / NAME
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -506,7 +512,7 @@ def _execute(args: argparse.Namespace, prof: OverheadProfile, out: Path, config:
     print((run.path / "overhead.md").read_text())
     print(f"wall time {wall:.1f} s; results in {run.path}")
     if args.publish:
-        dest = publish(files, PAPER_FIGURES / NAME, args.profile, _size(prof), args.force_publish)
+        dest = publish(files, publish_dir(args.profile), args.profile, _size(prof), args.force_publish)
         print(f"published to {dest}")
     return 0
 

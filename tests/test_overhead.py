@@ -199,3 +199,10 @@ def test_gpu_check_refuses_unknown_arguments_and_a_machine_without_cuda(tmp_path
         r = gpu_check(out=str(tmp_path / "y"))
         assert r.returncode == 2 and "sees no CUDA device" in r.stderr
         assert not (tmp_path / "y").exists()
+
+
+def test_the_smollm2_profile_publishes_beside_the_full_profile_not_over_it():
+    from reproduce.common import PAPER_FIGURES
+
+    assert overhead.publish_dir("full") == overhead.publish_dir("quick") == PAPER_FIGURES / "overhead"
+    assert overhead.publish_dir("smollm2") == PAPER_FIGURES / "overhead" / "smollm2"
