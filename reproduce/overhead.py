@@ -217,14 +217,11 @@ def load_start_policy(size: PolicySize, models: Path, lora_r: int = 16):
     """(model, tokenizer, peft_config or None) of the start policy: a saved tiny model, or SmolLM2 with LoRA."""
     tiny = tiny_size(size.policy)
     if tiny is None:
-        from peft import LoraConfig
-
-        from reproduce.smollm2 import LORA_TARGETS
+        from reproduce.smollm2 import lora_config
         from setpo.models import load_pretrained
 
         model, tok = load_pretrained(SMOLLM2)
-        return model, tok, LoraConfig(r=lora_r, lora_alpha=2 * lora_r, lora_dropout=0.0, task_type="CAUSAL_LM",
-                                      target_modules=LORA_TARGETS)  # fmt: skip
+        return model, tok, lora_config(lora_r)
     from setpo.tiny import build_tiny_model, load_tiny
 
     path = models / size.policy

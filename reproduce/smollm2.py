@@ -25,6 +25,13 @@ def load_policy(adapter: Path | None = None):
     return model.eval(), tok
 
 
+def lora_config(r: int):
+    """The LoRA adapter every SmolLM2 experiment trains: rank r, alpha 2r, no dropout, on q, k, v and o."""
+    from peft import LoraConfig
+
+    return LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.0, task_type="CAUSAL_LM", target_modules=LORA_TARGETS)
+
+
 def train_arm(
     run: RunDir,
     name: str,
@@ -50,7 +57,6 @@ def train_arm(
     ``embedder`` whenever it is given. Adapters at ``save_steps`` go to ``adapters/<name>_ckpt/step<k>``.
     """
     from datasets import Dataset
-    from peft import LoraConfig
     from transformers.trainer_callback import PrinterCallback
 
     from setpo.integrations.trl import SetPOConfig, SetPOTrainer
@@ -68,8 +74,7 @@ def train_arm(
     callbacks = (
         [checkpoint_callback(set(save_steps), run.path / "adapters" / f"{name}_ckpt", tok)] if save_steps else []
     )
-    lora = LoraConfig(r=prof.lora_r, lora_alpha=2 * prof.lora_r, lora_dropout=0.0, task_type="CAUSAL_LM",
-                      target_modules=LORA_TARGETS)  # fmt: skip
+    lora = lora_config(prof.lora_r)
     t0 = time.perf_counter()
     trainer = SetPOTrainer(
         model=model,

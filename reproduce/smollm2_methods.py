@@ -52,7 +52,7 @@ from reproduce import methods_comparison as mc
 from reproduce import smollm2_primes as sp
 from reproduce.common import RunDir, RunPlan, write_json
 from reproduce.evidence import cached_eval
-from reproduce.smollm2 import LORA_TARGETS, load_policy, sample, train_arm
+from reproduce.smollm2 import load_policy, lora_config, sample, train_arm
 
 NAME = "smollm2_methods"
 COMMAND = "python -m reproduce smollm2_methods --profile {profile}"
@@ -156,21 +156,6 @@ def main(argv: list[str] | None = None) -> int:
 # --------------------------------------------------------------------------- stages
 
 
-def stage_baseline(base: RunDir, prof: sp.PrimesProfile) -> dict:
-    """The baseline arms in the primes run folder (run or resumed there): evals keyed (arm, G, seed, step)."""
-    evals = {("start", 0, -1, 0): sp.stage_eval(base, prof, None, "start")}
-    grid = [(G, s, a) for G in prof.group_sizes for s in range(prof.seeds) for a in evidence.arms(prof)]
-    for G, seed, (arm, ratio, placebo) in tqdm(grid, desc=f"{NAME}: baseline", unit="run"):
-        name = f"{arm}_g{G}_s{seed}"
-        final = sp.stage_rl(base, prof, arm, ratio, placebo, G, seed)
-        evals[(arm, G, seed, prof.rl_steps)] = sp.stage_eval(base, prof, final, name)
-        if arm == "grpo":
-            for step in evidence.saved_steps(prof):
-                ckpt = base.path / "adapters" / f"{name}_ckpt" / f"step{step}"
-                evals[(arm, G, seed, step)] = sp.stage_eval(base, prof, ckpt, f"{name}_step{step}")
-    return evals
-
-
 def baseline_digest(base: RunDir) -> dict[str, str]:
     """sha256 of every finished step record of the baseline run, by step: what this run's results rest on."""
     import hashlib
@@ -205,7 +190,7 @@ def calibration_rows(prof: MethodsPrimesProfile) -> list[tuple[int, int]]:
 def calibration_batch(prof: MethodsPrimesProfile, seed: int = 0):
     """The start model's rollouts (G per calibration window at T 1.0) as a ``GroupBatch``, and ``entropy_ratio(A)``
     over a LoRA adapter initialised from ``seed``."""
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
 
     from setpo.methods import GroupBatch
 
@@ -223,9 +208,7 @@ def calibration_batch(prof: MethodsPrimesProfile, seed: int = 0):
         valid_sets=[valid_answers(lo, hi) for lo, hi in wins],
     )  # fmt: skip
     torch.manual_seed(seed)
-    lora = LoraConfig(r=prof.lora_r, lora_alpha=2 * prof.lora_r, lora_dropout=0.0, task_type="CAUSAL_LM",
-                      target_modules=LORA_TARGETS)  # fmt: skip
-    policy = get_peft_model(model, lora)
+    policy = get_peft_model(model, lora_config(prof.lora_r))
     return batch, lambda adv: mc._entropy_gradient_ratio(policy, tok, prompts, samples, adv)  # noqa: SLF001
 
 
@@ -264,7 +247,7 @@ def _execute(args: argparse.Namespace, prof: MethodsPrimesProfile, plan: RunPlan
     arms = mc.calibrated_arms(prof.arms, sizes, ARMS)
     base_prof = prof.baseline()
     base = RunDir(*baseline)
-    evals = stage_baseline(base, base_prof)
+    evals = sp.stage_arms(base, base_prof, f"{NAME}: baseline")
     base.close()
     record = stage_baseline_record(run, base)
     grid = [(G, s, a) for G in prof.group_sizes for s in range(prof.seeds) for a in arms]

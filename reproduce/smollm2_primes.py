@@ -171,15 +171,12 @@ def stage_eval(run: RunDir, prof: PrimesProfile, adapter: Path | None, name: str
     return cached_eval(run, name, lambda: evaluate(adapter, prof))
 
 
-def _execute(args: argparse.Namespace, prof, plan: RunPlan) -> int:
-    run = plan.start()
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    torch.set_num_threads(max(1, args.threads))
-    t0 = time.perf_counter()
-
+def stage_arms(run: RunDir, prof: PrimesProfile, desc: str = NAME) -> dict:
+    """Every arm's runs (resumed where done) and evaluations, GRPO's checkpoints included: evals keyed
+    (arm, G, seed, step), the start model under ("start", 0, -1, 0)."""
     evals = {("start", 0, -1, 0): stage_eval(run, prof, None, "start")}
     grid = [(G, s, a) for G in prof.group_sizes for s in range(prof.seeds) for a in arms(prof)]
-    for G, seed, (arm, ratio, placebo) in tqdm(grid, desc=NAME, unit="run"):
+    for G, seed, (arm, ratio, placebo) in tqdm(grid, desc=desc, unit="run"):
         final = stage_rl(run, prof, arm, ratio, placebo, G, seed)
         name = f"{arm}_g{G}_s{seed}"
         evals[(arm, G, seed, prof.rl_steps)] = stage_eval(run, prof, final, name)
@@ -187,6 +184,16 @@ def _execute(args: argparse.Namespace, prof, plan: RunPlan) -> int:
             for step in saved_steps(prof):
                 ckpt = run.path / "adapters" / f"{name}_ckpt" / f"step{step}"
                 evals[(arm, G, seed, step)] = stage_eval(run, prof, ckpt, f"{name}_step{step}")
+    return evals
+
+
+def _execute(args: argparse.Namespace, prof, plan: RunPlan) -> int:
+    run = plan.start()
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    torch.set_num_threads(max(1, args.threads))
+    t0 = time.perf_counter()
+
+    evals = stage_arms(run, prof)
 
     setting = (
         f"Command: `{COMMAND.format(profile=args.profile)}`. SmolLM2-135M-Instruct with LoRA r {prof.lora_r}; "
