@@ -17,18 +17,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 from datasets import Dataset  # noqa: E402
+from trl_tiny import RUN, G, first_char  # noqa: E402
 
 from setpo.integrations.trl import GroupRewardFunction, SetPOConfig, SetPOTrainer, gapo_reward_func  # noqa: E402
 from setpo.tiny import load_tiny  # noqa: E402
 
-G = 4
 PER_DEVICE = 6  # 2 ranks x 6 rows = 12 rows = 3 groups of 4; the middle group straddles the two ranks
 LAMBDA = 0.7
 VALID = list("abcdefghijklmnopqrstuvwxyz")
-
-
-def first_char(text: str) -> str | None:
-    return text[:1] or None
 
 
 def length_reward(completions, **kwargs) -> list[float]:
@@ -37,24 +33,20 @@ def length_reward(completions, **kwargs) -> list[float]:
 
 def make_args(output_dir: str, placebo: bool = False) -> SetPOConfig:
     return SetPOConfig(
-        output_dir=output_dir,
-        max_steps=1,
-        per_device_train_batch_size=PER_DEVICE,
-        num_generations=G,
-        max_completion_length=6,
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        gradient_checkpointing=False,
-        save_strategy="no",
-        logging_steps=1,
-        learning_rate=1e-3,
-        setpo_lambda=LAMBDA,
-        setpo_embedder="hashed",
-        setpo_kernel_clamp=False,  # random character strings rarely have positive cosine; keep credits non-zero
-        shuffle_dataset=False,
-        seed=7,
-        setpo_placebo=placebo,
+        **{
+            **RUN,
+            "output_dir": output_dir,
+            "max_steps": 1,
+            "per_device_train_batch_size": PER_DEVICE,
+            "max_completion_length": 6,
+            "learning_rate": 1e-3,
+            "setpo_lambda": LAMBDA,
+            "setpo_embedder": "hashed",
+            "setpo_kernel_clamp": False,  # random character strings rarely have positive cosine; keep credits non-zero
+            "shuffle_dataset": False,
+            "seed": 7,
+            "setpo_placebo": placebo,
+        }
     )
 
 
