@@ -5,7 +5,8 @@
 Each row reads one contrast of a published evidence experiment (``paper_figures/<experiment>/contrasts.csv``, written
 by that experiment's ``--publish``), so the table says what the committed runs say and changes only with them.
 Verdict, on the 95% bootstrap CI over seeds of the paired difference the claim says is above 0:
-confirmed (CI above 0), refuted (CI at or below 0), inconclusive (CI contains 0). ``--write`` renders the table to
+confirmed (CI above 0), refuted (CI at or below 0), inconclusive (CI contains 0), untestable when every seed's
+reference is at the metric's maximum. ``--write`` renders the table to
 ``paper_figures/claims.md`` (a test keeps the committed file equal to the render).
 """
 
@@ -83,9 +84,11 @@ def rows(figures: Path = PAPER_FIGURES) -> list[dict[str, object]]:
     for c in CLAIMS:
         r = find(c, figures)
         mean, lo, hi = (float(r[k]) for k in ("mean", "lo", "hi"))
+        top = int(float(r.get("at_ceiling") or 0))  # seeds whose frontier is at the metric's maximum
+        seeds = f"{r['seeds_up']}/{r['seeds']}" + (f" ({top} at ceiling)" if top else "")
         out.append({"claim": c.paper, "experiment": c.experiment, "G": c.G, "decoding": _decoding(c.decoding),
                     "metric": c.metric, "mean": mean, "lo": lo, "hi": hi, "p": float(r["p_signflip"]),
-                    "seeds": f"{r['seeds_up']}/{r['seeds']}", "verdict": verdict(lo, hi)})  # fmt: skip
+                    "seeds": seeds, "verdict": verdict(lo, hi, top == int(r["seeds"]))})  # fmt: skip
     return out
 
 
@@ -96,9 +99,12 @@ def render(figures: Path = PAPER_FIGURES) -> str:
         "",
         "Rendered by `python -m reproduce.claims --write` from the published contrasts "
         "(`paper_figures/<experiment>/contrasts.csv`). Each row: the mean paired difference over seeds that the claim "
-        "says is above 0 [95% bootstrap CI], exact sign-flip p, seeds above 0; confirmed (CI above 0), "
-        "refuted (CI at or below 0), inconclusive. Command of each experiment: `python -m reproduce EXPERIMENT "
-        "--profile full`. With 5 seeds the exact sign-flip p cannot go below 0.0625 (10 seeds: 0.002). Tiny models and "
+        "says is above 0 [95% bootstrap CI], exact sign-flip p, seeds above 0 (and, for a frontier gap, seeds where "
+        "GRPO's frontier is at the maximum 1); confirmed (CI above 0), refuted (CI at or below 0), inconclusive; "
+        "untestable when every seed's frontier is at the maximum. GRPO's frontier at a pass@1 x: the most pass@n "
+        "its checkpoints (joined by straight lines) reach at pass@1 >= x. "
+        "Command of each experiment: `python -m reproduce EXPERIMENT --profile full`. With 5 seeds the exact "
+        "sign-flip p cannot go below 0.0625 (10 seeds: 0.002). Tiny models and "
         "SmolLM2-135M on a CPU: the mechanism at small scale, not the paper's numbers.",
         "",
         "| claim | experiment | G | decoding | metric | mean [95% CI] | p | seeds | verdict |",

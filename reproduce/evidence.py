@@ -73,13 +73,32 @@ def results_frame(prof: Any, evals: dict):
     return pd.DataFrame(rows)
 
 
-def paired(G: int, decoding: str, claim: str, metric: str, diffs, decides: bool = True) -> dict:
+def paired(G: int, decoding: str, claim: str, metric: str, diffs, decides: bool = True,
+           at_ceiling: int | None = None) -> dict:  # fmt: skip
     """One contrast row: mean paired difference, 95% bootstrap CI, sign-flip p, seeds up, and the verdict when the
-    contrast is one of the decision rule's claims (descriptive contrasts such as the pass@1 cost get none)."""
+    contrast is one of the decision rule's claims (descriptive contrasts such as the pass@1 cost get none).
+
+    ``at_ceiling``: for a frontier gap, the seeds whose frontier sits at the metric's maximum 1 (no gap above 0
+    possible there); every seed at the ceiling makes the claim untestable rather than refuted."""
     mean, lo, hi = bootstrap_ci(diffs)
-    return {"G": G, "decoding": decoding, "claim": claim, "metric": metric, "mean": mean, "lo": lo, "hi": hi,
-            "p_signflip": sign_flip_pvalue(diffs), "seeds_up": int(np.sum(np.asarray(diffs) > 0)),
-            "seeds": len(diffs), "verdict": verdict(lo, hi) if decides else "-"}  # fmt: skip
+    row = {"G": G, "decoding": decoding, "claim": claim, "metric": metric, "mean": mean, "lo": lo, "hi": hi,
+           "p_signflip": sign_flip_pvalue(diffs), "seeds_up": int(np.sum(np.asarray(diffs) > 0)),
+           "seeds": len(diffs), "verdict": verdict(lo, hi, at_ceiling == len(diffs)) if decides else "-"}  # fmt: skip
+    if at_ceiling is not None:
+        row["at_ceiling"] = at_ceiling
+    return row
+
+
+def frontier_gaps(grpo, start, end, seeds, x: str, y: str) -> tuple[list[float], int]:
+    """Per seed, an arm's ``y`` minus GRPO's frontier (`frontier_at`, through the start and that seed's GRPO
+    checkpoints, rows of ``grpo``) at the arm's ``x``; and how many seeds have that frontier at y's maximum 1."""
+    gaps, ceiling = [], 0
+    for s in seeds:
+        path = grpo[grpo.seed == s]
+        f = frontier_at([(start[x], start[y])] + list(zip(path[x], path[y])), end.loc[s, x])
+        gaps.append(float(end.loc[s, y] - f))
+        ceiling += int(f >= 1.0)
+    return gaps, ceiling
 
 
 def contrasts(df, prof: Any):
@@ -102,12 +121,8 @@ def contrasts(df, prof: Any):
             regime = [end["grpo"].loc[s, kmax] - start[kmax] for s in seeds]
             out.append(paired(G, dec, "GRPO raises pass@n over its start (regime check)", kmax, regime))
             for arm, _, _ in arms(prof)[1:]:
-                gaps = []
-                for s in seeds:
-                    path = d[(d.arm == "grpo") & (d.seed == s)]
-                    pts = [(start["pass@1"], start[kmax])] + list(zip(path["pass@1"], path[kmax]))
-                    gaps.append(end[arm].loc[s, kmax] - frontier_at(pts, end[arm].loc[s, "pass@1"]))
-                out.append(paired(G, dec, f"{arm} lies above GRPO's frontier", f"{kmax} gap", gaps))
+                gaps, top = frontier_gaps(d[d.arm == "grpo"], start, end[arm], seeds, "pass@1", kmax)
+                out.append(paired(G, dec, f"{arm} lies above GRPO's frontier", f"{kmax} gap", gaps, at_ceiling=top))
                 for metric in ("pass@1", kmax, "distinct"):
                     diffs = diff(arm, "grpo", metric)
                     out.append(paired(G, dec, f"{arm} minus GRPO end point", metric, diffs, decides=False))

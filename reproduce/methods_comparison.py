@@ -81,8 +81,8 @@ from reproduce import countdown_evidence, evidence
 from reproduce.common import RunDir, RunPlan, save_figure, write_json
 from reproduce.countdown import stage_sft
 from reproduce.countdown_evidence import EvidenceProfile, answer_embedder, stage_data, stage_eval
-from reproduce.evidence import paired, per_problem_frame, results_frame, saved_steps
-from reproduce.stats import bootstrap_ci, frontier_at, holm_adjust
+from reproduce.evidence import frontier_gaps, paired, per_problem_frame, results_frame, saved_steps
+from reproduce.stats import bootstrap_ci, holm_adjust
 from setpo.tasks.countdown import (
     CountdownProblem,
     canonical,
@@ -98,7 +98,8 @@ CORRECT_THRESHOLD = 0.5  # Countdown rewards: 0, 0.1 (format only), 1.0 (hits th
 #: arm -> (its coefficient set by the calibration, the largest value allowed). DIVER's cap keeps the bonus at most
 #: the task reward (1); the entropy bonus is linear in its coefficient, so it is solved for, not scanned.
 CALIBRATED = {"diver": ("lam", 1.0), "dqo": ("alpha", math.inf), "entropy": ("coef", math.inf)}
-COLORS = ("C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9", "k")  # C0 is GRPO's path, grey the start
+# C0 is GRPO's path, grey the start; one colour per arm of the largest comparison (SmolLM2: 10 arms besides GRPO).
+COLORS = ("C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9", "k", "tab:olive", "tab:brown")
 
 
 @dataclass(frozen=True)
@@ -440,7 +441,8 @@ def stage_calibration(run: RunDir, prof: MethodsProfile, sft: Path, train: list[
 
 
 def step_times(load: Callable[[str], dict], prof: Any, names: Sequence[str]):
-    """One row per (arm, G, seed): mean TRL step_time (s) over the run's steps, the run's wall time.
+    """One row per (arm, G, seed): median TRL step_time (s) over the run's steps (a step slowed by other load on the
+    machine moves the mean, not the median), the run's wall time.
 
     ``load(step)`` reads a finished step's record (``RunDir.load``; the runs of several folders can be combined)."""
     import pandas as pd
@@ -451,19 +453,22 @@ def step_times(load: Callable[[str], dict], prof: Any, names: Sequence[str]):
             for name in names:
                 rec = load(f"rl_{name}_g{G}_s{seed}")
                 times = [h["step_time"] for h in rec["log"] if "step_time" in h]
-                rows.append({"arm": name, "G": G, "seed": seed, "step_time_s": float(np.mean(times)),
+                rows.append({"arm": name, "G": G, "seed": seed, "step_time_s": float(np.median(times)),
                              "steps": len(times), "wall_s": rec["wall_s"]})  # fmt: skip
     return pd.DataFrame(rows)
 
 
-def comparison(df, times, prof: Any, names: Sequence[str] | None = None, controls: Sequence[str] = ()):
+def comparison(df, times, prof: Any, names: Sequence[str] | None = None, controls: Sequence[str] = (),
+               timed_with_grpo: Sequence[str] | None = None):  # fmt: skip
     """The pre-registered contrasts (module docstring) per G and decoding, paired by seed, with Holm-adjusted p.
 
     ``names``: the arms compared, GRPO first (default: the profile's ``arms``); ``controls`` (e.g. a placebo) get
-    the same contrasts but stay out of the Holm family of the methods."""
+    the same contrasts but stay out of the Holm family of the methods. ``timed_with_grpo``: the arms whose step
+    times were measured in GRPO's process (default: all); only they get a step-time ratio to GRPO."""
     import pandas as pd
 
     names = list(names or prof.arms)
+    timed = set(names if timed_with_grpo is None else timed_with_grpo)
     kmax = f"pass@{prof.eval_n}"
     out = []
     for G in prof.group_sizes:
@@ -476,16 +481,16 @@ def comparison(df, times, prof: Any, names: Sequence[str] | None = None, control
             out.append({**paired(G, dec, "GRPO raises pass@n over its start (regime check)", kmax, regime),
                         "arm": "grpo"})  # fmt: skip
             for arm in names[1:]:
-                a, gaps = end[arm], []
-                for s in seeds:
-                    path = d[(d.arm == "grpo") & (d.seed == s)]
-                    pts = [(start["pass@1"], start[kmax])] + list(zip(path["pass@1"], path[kmax]))
-                    gaps.append(a.loc[s, kmax] - frontier_at(pts, a.loc[s, "pass@1"]))
-                out.append({**paired(G, dec, "lies above GRPO's frontier", f"{kmax} gap", gaps), "arm": arm})
+                a = end[arm]
+                gaps, top = frontier_gaps(d[d.arm == "grpo"], start, a, seeds, "pass@1", kmax)
+                out.append({**paired(G, dec, "lies above GRPO's frontier", f"{kmax} gap", gaps, at_ceiling=top),
+                            "arm": arm})  # fmt: skip
                 for metric in ("pass@1", kmax, "distinct"):
                     diffs = [a.loc[s, metric] - end["grpo"].loc[s, metric] for s in seeds]
                     out.append({**paired(G, dec, "minus GRPO end point", metric, diffs, decides=False),
                                 "arm": arm})  # fmt: skip
+                if arm not in timed:
+                    continue
                 t = times[times.G == G].pivot(index="seed", columns="arm", values="step_time_s")
                 ratio = [t.loc[s, arm] / t.loc[s, "grpo"] - 1 for s in seeds]
                 out.append({**paired(G, dec, "step time over GRPO's", "relative", ratio, decides=False),
@@ -576,13 +581,14 @@ def summary_table(run: RunDir, prof: Any, con, times, sizes: dict, setting: str,
     """Markdown: per decoding, one line per method (frontier gap, verdict, pass@1 cost, distinct, time), ranked;
     the ``controls`` below them."""
     kmax = f"pass@{prof.eval_n}"
-    mean_t = times.groupby("arm")["step_time_s"].mean()
+    mean_t = times.groupby("arm")["step_time_s"].mean()  # mean over seeds of each run's median
     lines = [
         f"# Diversity methods vs GRPO's frontier ({report.task})",
         "",
         f"{setting} Mean paired difference over seeds [95% bootstrap CI]; p: exact sign-flip, Holm-adjusted over the "
         "methods of one decoding. Verdict on the frontier gap: confirmed (CI above 0), refuted (CI at or below 0), "
-        f"inconclusive. {report.note}",
+        f"inconclusive. {report.note} s/step: each run's median TRL step time, mean over seeds; step time vs GRPO: "
+        "the paired mean of the ratio minus 1, given only for arms timed in GRPO's process.",
         "",
     ]
     if prof.seeds < 5:
@@ -616,11 +622,12 @@ def summary_table(run: RunDir, prof: Any, con, times, sizes: dict, setting: str,
             ("control", g) for g in gaps[gaps.arm.isin(list(controls))].to_dict("records")
         ]:
             rows = c[(c.arm == g["arm"]) & (c.claim == "minus GRPO end point")].set_index("metric")
-            t = c[(c.arm == g["arm"]) & (c.claim == "step time over GRPO's")].iloc[0]
+            t = c[(c.arm == g["arm"]) & (c.claim == "step time over GRPO's")]
+            ratio = f"{t.iloc[0]['mean']:+.0%}" if len(t) else "-"
             lines.append(
                 f"| {rank} | {g['arm']} | {_ci(g)} | {g['p_signflip']:.3f} ({_p(g['p_holm'])}) | "
                 f"{g['seeds_up']}/{g['seeds']} | {g['verdict']} | {_ci(rows.loc['pass@1'])} | {_ci(rows.loc[kmax])} | "
-                f"{_ci(rows.loc['distinct'])} | {mean_t[g['arm']]:.3f} | {t['mean']:+.0%} |"
+                f"{_ci(rows.loc['distinct'])} | {mean_t[g['arm']]:.3f} | {ratio} |"
             )
         lines.append(f"| - | grpo | 0 (the frontier) | - | - | - | - | - | - | {mean_t['grpo']:.3f} | - |")
         lines.append("")
@@ -632,17 +639,18 @@ def summary_table(run: RunDir, prof: Any, con, times, sizes: dict, setting: str,
 
 def analyse(run: RunDir, prof: Any, evals: dict, sizes: dict, setting: str, names: Sequence[str] | None = None,
             report: Report = COUNTDOWN, load: Callable[[str], dict] | None = None,
-            controls: Sequence[str] = ()) -> list[Path]:  # fmt: skip
+            controls: Sequence[str] = (), timed_with_grpo: Sequence[str] | None = None) -> list[Path]:  # fmt: skip
     """results.csv, per_problem.csv.gz, timing.csv, contrasts.csv, methods_frontier.png and summary.md.
 
-    ``names``: the arms, GRPO first (default: the profile's); ``load`` reads their RL records (default: ``run``'s)."""
+    ``names``: the arms, GRPO first (default: the profile's); ``load`` reads their RL records (default: ``run``'s);
+    ``timed_with_grpo``: see `comparison`."""
     names = list(names or prof.arms)
     df = results_frame(prof, evals)
     df.to_csv(run.path / "results.csv", index=False)
     per_problem_frame(evals).to_csv(run.path / "per_problem.csv.gz", index=False, compression=evidence.GZIP)
     times = step_times(load or run.load, prof, names)
     times.to_csv(run.path / "timing.csv", index=False)
-    con = comparison(df, times, prof, names, controls)
+    con = comparison(df, times, prof, names, controls, timed_with_grpo)
     con.to_csv(run.path / "contrasts.csv", index=False)
     return [figure(run, prof, df, names, report),
             summary_table(run, prof, con, times, sizes, setting, report, controls),

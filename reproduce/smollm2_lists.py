@@ -44,9 +44,9 @@ from tqdm.auto import tqdm
 
 from reproduce import evidence
 from reproduce.common import RunDir, RunPlan, save_figure
-from reproduce.evidence import cached_eval, checkpoint_steps, paired, summary_table
+from reproduce.evidence import cached_eval, checkpoint_steps, frontier_gaps, paired, summary_table
 from reproduce.smollm2 import load_policy, sample, train_arm
-from reproduce.stats import bootstrap_ci, frontier_at
+from reproduce.stats import bootstrap_ci
 from setpo.integrations.trl import gapo_reward_func
 from setpo.metrics.diversity import js_to_uniform
 from setpo.tasks.list_selection import VOCABULARY, extract_answer, is_valid, validity_reward
@@ -209,12 +209,9 @@ def contrasts(df, prof: ListsProfile):
            paired(prof.group_size, dec, "GRPO narrows: JS over valid answers up from its start", "js_valid",
                   [end["grpo"].loc[s, "js_valid"] - start["js_valid"] for s in seeds])]  # fmt: skip
     for arm, *_ in arms(prof)[1:]:
-        gaps = []
-        for s in seeds:
-            path = df[(df.arm == "grpo") & (df.seed == s)]
-            pts = [(start["validity"], start["uniformity"])] + list(zip(path["validity"], path["uniformity"]))
-            gaps.append(end[arm].loc[s, "uniformity"] - frontier_at(pts, end[arm].loc[s, "validity"]))
-        out.append(paired(prof.group_size, dec, f"{arm} lies above GRPO's frontier", "uniformity gap", gaps))
+        gaps, top = frontier_gaps(df[df.arm == "grpo"], start, end[arm], seeds, "validity", "uniformity")
+        out.append(paired(prof.group_size, dec, f"{arm} lies above GRPO's frontier", "uniformity gap", gaps,
+                          at_ceiling=top))  # fmt: skip
         for metric in METRICS:
             diffs = [end[arm].loc[s, metric] - end["grpo"].loc[s, metric] for s in seeds]
             out.append(paired(prof.group_size, dec, f"{arm} minus GRPO end point", metric, diffs, decides=False))

@@ -62,8 +62,10 @@ REPORT = mc.Report(
     "SmolLM2-135M, primes",
     "The placebo (SetPO's credits permuted across groups) is a control, listed below the ranked methods.",
     "Caveats of scale: a 135M-parameter model with LoRA, short RL runs, one task; the hyperparameters are the papers' "
-    "where the spec gives them, else matched to SetPO's term size on this model's start, not tuned per method. The "
-    "baseline arms' step times come from the primes experiment's process.",
+    "where the spec gives them, else matched to SetPO's term size on this model's start, not tuned per method. "
+    "GRPO, SetPO and the placebo ran in the primes experiment's processes, at other times and under other load than "
+    "the method arms: their step times are not comparable with the methods', so no ratio to GRPO is given "
+    "(`python -m reproduce overhead` measures SetPO's added work against GRPO's step, interleaved in one process).",
 )
 
 
@@ -270,7 +272,8 @@ def _execute(args: argparse.Namespace, prof: MethodsPrimesProfile, plan: RunPlan
         arm = step.removeprefix("rl_").rsplit("_g", 1)[0]
         return (base if arm in baseline_names else run).load(step)
 
-    files = mc.analyse(run, prof, evals, sizes, setting, baseline_names + list(prof.arms), REPORT, load, controls)
+    names = baseline_names + list(prof.arms)
+    files = mc.analyse(run, prof, evals, sizes, setting, names, REPORT, load, controls, timed_with_grpo=())
     return plan.finish(run, t0, run.path / "summary.md", files)
 
 

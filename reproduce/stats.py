@@ -44,9 +44,13 @@ def sign_flip_pvalue(diffs: Sequence[float], n_mc: int = 100_000, seed: int = 0)
 
 
 def frontier_at(points: Sequence[tuple[float, float]], x: float) -> float:
-    """y of the piecewise-linear curve through ``points`` (x, y), sorted by x, at ``x``; constant beyond the ends.
+    """The most y a trajectory reaches at x' >= x: the piecewise-linear curve through ``points`` (x, y), sorted by x
+    and constant beyond the ends, maximised over [x, inf).
 
-    Used as GRPO's frontier: (pass@1, pass@k) of GRPO's checkpoints along one seed's training run.
+    Used as GRPO's frontier: (pass@1, pass@k) of GRPO's checkpoints along one seed's training run. A point lies
+    above it only if no checkpoint (nor a point on the segment between two) has at least its x and more y. The plain
+    curve at x is not enough: where the run gains both (later checkpoints better in x and y) or turns back (x falls
+    as training goes on), it passes below checkpoints that dominate the point.
     """
     pts = sorted((float(a), float(b)) for a, b in points)
     if not pts:
@@ -58,11 +62,17 @@ def frontier_at(points: Sequence[tuple[float, float]], x: float) -> float:
     merged: dict[float, float] = {}
     for a, b in zip(xs, ys):
         merged[a] = max(b, merged.get(a, -np.inf))
-    return float(np.interp(x, list(merged), list(merged.values())))
+    curve = float(np.interp(x, list(merged), list(merged.values())))
+    # A piecewise-linear curve peaks on [x, inf) at x itself or at one of its vertices beyond x.
+    return max([curve] + [b for a, b in merged.items() if a >= x])
 
 
-def verdict(lo: float, hi: float) -> str:
-    """ "confirmed" when the CI lies above 0, "refuted" when it lies at or below 0, "inconclusive" otherwise."""
+def verdict(lo: float, hi: float, untestable: bool = False) -> str:
+    """ "confirmed" when the CI lies above 0, "refuted" when it lies at or below 0, "inconclusive" otherwise;
+    "untestable (at ceiling)" when ``untestable`` (the reference sits at the metric's maximum on every seed, so no
+    difference above 0 was possible)."""
+    if untestable:
+        return "untestable (at ceiling)"
     if lo > 0:
         return "confirmed"
     if hi <= 0:

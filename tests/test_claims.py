@@ -10,7 +10,7 @@ import pytest
 from reproduce import claims
 from reproduce.common import PAPER_FIGURES
 
-FIELDS = ["G", "decoding", "claim", "metric", "mean", "lo", "hi", "p_signflip", "seeds_up", "seeds", "verdict"]
+FIELDS = "G decoding claim metric mean lo hi p_signflip seeds_up seeds verdict at_ceiling".split()
 
 
 def test_committed_table_is_the_render_of_the_published_contrasts():
@@ -18,7 +18,7 @@ def test_committed_table_is_the_render_of_the_published_contrasts():
     assert len(claims.rows()) == len(claims.CLAIMS)
 
 
-def _figures(tmp_path, lo: float, hi: float):
+def _figures(tmp_path, lo: float, hi: float, at_ceiling: str = ""):
     for exp in {c.experiment for c in claims.CLAIMS}:
         (tmp_path / exp).mkdir(exist_ok=True)
         with (tmp_path / exp / "contrasts.csv").open("w", newline="") as f:
@@ -26,7 +26,8 @@ def _figures(tmp_path, lo: float, hi: float):
             w.writerow(FIELDS)
             for c in claims.CLAIMS:
                 if c.experiment == exp:
-                    w.writerow([c.G, c.decoding, c.contrast, c.metric, (lo + hi) / 2, lo, hi, 0.5, 3, 5, "ignored"])
+                    row = [c.G, c.decoding, c.contrast, c.metric, (lo + hi) / 2, lo, hi, 0.5, 3, 5, "ignored"]
+                    w.writerow([*row, at_ceiling])
     return tmp_path
 
 
@@ -36,6 +37,13 @@ def test_verdicts_follow_the_ci_not_the_stored_verdict(tmp_path, lo, hi, want):
     rows = claims.rows(_figures(tmp_path, lo, hi))
     assert {r["verdict"] for r in rows} == {want}
     assert all(r["lo"] == lo and r["hi"] == hi and r["seeds"] == "3/5" for r in rows)
+
+
+@pytest.mark.parametrize(("at_ceiling", "want", "seeds"), [("5.0", "untestable (at ceiling)", "3/5 (5 at ceiling)"),
+                                                          ("2.0", "refuted", "3/5 (2 at ceiling)")])  # fmt: skip
+def test_a_frontier_at_its_maximum_on_every_seed_makes_the_claim_untestable(tmp_path, at_ceiling, want, seeds):
+    rows = claims.rows(_figures(tmp_path, 0.0, 0.0, at_ceiling))
+    assert {r["verdict"] for r in rows} == {want} and {r["seeds"] for r in rows} == {seeds}
 
 
 def test_a_claim_missing_from_the_published_results_is_named(tmp_path):
