@@ -20,9 +20,11 @@ Design (fixed before the runs; the profile sets the sizes)
   (modulo commutativity), diversity width (problems with >= 2 of them). Per-problem counts are saved.
 * Statistics: per-seed paired differences, 95% percentile bootstrap CI over seeds, exact sign-flip p-value.
 * Decision rule, per G and decoding, on pass@n (n = the largest k):
-  - frontier gap = arm's pass@n minus GRPO's pass@n at the arm's pass@1 on the same seed's GRPO path;
-    "SetPO beats GRPO's frontier": confirmed if the gap's CI lies above 0, refuted if it lies at or below 0,
-    inconclusive otherwise;
+  - frontier gap = arm's pass@n minus GRPO's frontier at the arm's pass@1 on the same seed's GRPO path (the most
+    pass@n the path, checkpoints joined by straight lines, reaches at pass@1 >= the arm's: `stats.frontier_at`; the
+    first published analysis read the line at the arm's pass@1 itself, see the README's correction); "SetPO beats
+    GRPO's frontier": confirmed if the gap's CI lies above 0, refuted if it lies at or below 0, inconclusive
+    otherwise;
   - "SetPO beats the placebo": the same on SetPO(r) minus placebo(r) in pass@n, at r = placebo_ratio;
   - the pass@1 cost is reported as SetPO minus GRPO's end point, with its CI;
   - regime check: GRPO's end point minus the start in pass@n; if its CI is not above 0, the table says that

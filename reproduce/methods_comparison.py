@@ -55,11 +55,13 @@ wall time per RL step (TRL's ``step_time``: generation, scoring, method, loss an
 Statistics: per-seed paired differences, 95% percentile bootstrap CI over seeds, exact sign-flip p (and Holm's
 adjustment over the methods of one decoding).
 Decision rule, per decoding and method, on pass@n (n = the largest k): frontier gap = the method's pass@n minus
-GRPO's pass@n at the method's pass@1 on the same seed's GRPO path (start + checkpoints + end); "lies above GRPO's
-frontier" is confirmed if the gap's CI lies above 0, refuted if at or below 0, inconclusive otherwise. Reported
-beside it, without a verdict: pass@1, pass@n and distinct minus GRPO's end point (the cost and the raw gain), the
-mean seconds per step and its ratio to GRPO's. Regime check: GRPO's end minus the start in pass@n (when RL lowers
-pass@n, the start is on the frontier and "less RL" alone lies on it: the table says so).
+GRPO's frontier at the method's pass@1 on the same seed's GRPO path (start + checkpoints + end; the most pass@n the
+path reaches at pass@1 >= the method's, `reproduce.stats.frontier_at`); "lies above GRPO's frontier" is confirmed if
+the gap's CI lies above 0, refuted if at or below 0, inconclusive otherwise. Reported beside it, without a verdict:
+pass@1, pass@n and distinct minus GRPO's end point (the cost and the raw gain), the median seconds per step (per
+run, mean over seeds) and its ratio to GRPO's for arms timed in GRPO's process. Regime check: GRPO's end minus the
+start in pass@n (when RL lowers pass@n, the start is on the frontier and "less RL" alone lies on it: the table says
+so).
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ Design (fixed before the runs; the profile sets the sizes)
   with the invalid answers as an extra outcome of target probability 0; distinct valid items; first-item rate.
 * Decision rule (paired over seeds, 95% bootstrap CI, sign-flip test; `reproduce.stats`): an arm is better than
   GRPO when it lies above GRPO's frontier in (validity, 1 - JS over valid answers): its 1 - JS minus GRPO's at the
-  same validity (interpolated along each seed's GRPO checkpoints) has a CI above 0; SetPO's diversity signal is
+  validity (the most 1 - JS each seed's GRPO path, checkpoints joined by straight lines, reaches at validity >= the
+  arm's: `reproduce.stats.frontier_at`) has a CI above 0; SetPO's diversity signal is
   shown when SetPO beats the placebo on 1 - JS. The regime check says whether GRPO raised validity and whether it
   narrowed the answers (JS up) over the start.
 """
