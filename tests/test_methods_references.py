@@ -149,6 +149,12 @@ def test_darling_embedding_partition_matches_union_find(seed, G, threshold):
     close(out, darling_reference(R, labels, 0.1))
 
 
+def test_darling_embedding_partition_at_threshold_one_merges_exact_copies():
+    x = torch.randn(1, 4, 7, generator=torch.Generator().manual_seed(0))
+    # float64 cosines of copies come out up to a few ulps below 1; the partition must still join them
+    assert embedding_partition(torch.cat([x, x], 1), 1.0).tolist() == [[0, 1, 2, 3, 0, 1, 2, 3]]
+
+
 def test_darling_embedding_partition_is_transitive():
     # a ~ b and b ~ c at 60 degrees each, a and c at 120 degrees: one class through b.
     E = torch.tensor([[[1.0, 0.0], [0.5, 3**0.5 / 2], [-0.5, 3**0.5 / 2], [0.0, -1.0]]], dtype=torch.float64)

@@ -37,6 +37,9 @@ def answer_partition(answers: Any, group_size: int, normalize: Callable[[str | N
     return labels
 
 
+ROUNDING = 64 * torch.finfo(torch.float64).eps  # 1.4e-14: cosines within this of the threshold count as reaching it
+
+
 def embedding_partition(embeddings: torch.Tensor, threshold: float = 0.9) -> torch.Tensor:
     """Class labels (B, G): the connected components of the graph cos(e_i, e_j) >= threshold within each group.
 
@@ -47,7 +50,8 @@ def embedding_partition(embeddings: torch.Tensor, threshold: float = 0.9) -> tor
     if not -1.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must lie in [-1, 1] (a cosine similarity), got {threshold}")
     K = cosine_kernel(embeddings.to(torch.float64), clamp=False)
-    reach = (K >= threshold).to(torch.float64)
+    # Rounding: the cosine of two copies of one vector can come out a few ulps below 1 (threshold 1 = "identical").
+    reach = (K >= threshold - ROUNDING).to(torch.float64)
     G = K.shape[-1]
     for _ in range(max(1, math.ceil(math.log2(max(G, 2))))):  # paths of length <= 2^steps >= G - 1
         reach = ((reach @ reach) > 0).to(torch.float64)
