@@ -442,9 +442,21 @@ def stage_calibration(run: RunDir, prof: MethodsProfile, sft: Path, train: list[
 # --------------------------------------------------------------------------- analysis
 
 
+def added_seconds(log: dict) -> float | None:
+    """Seconds a diversity term added to one logged step: a method's ``time_s``, or SetPO's embed + credit time."""
+    method = [v for k, v in log.items() if k.startswith("method/") and k.endswith("/time_s")]
+    if method:
+        return float(sum(method))
+    if "setpo/embed_time_s" in log:
+        return float(log["setpo/embed_time_s"] + log.get("setpo/credit_time_s", 0.0))
+    return None
+
+
 def step_times(load: Callable[[str], dict], prof: Any, names: Sequence[str]):
     """One row per (arm, G, seed): median TRL step_time (s) over the run's steps (a step slowed by other load on the
-    machine moves the mean, not the median), the run's wall time.
+    machine moves the mean, not the median), the median seconds the method itself added to a step (its logged
+    ``method/<name>/time_s``, or SetPO's embedding plus credit time; NaN where none is logged: GRPO, the entropy
+    bonus inside TRL's loss, a temperature), and the run's wall time.
 
     ``load(step)`` reads a finished step's record (``RunDir.load``; the runs of several folders can be combined)."""
     import pandas as pd
@@ -455,7 +467,10 @@ def step_times(load: Callable[[str], dict], prof: Any, names: Sequence[str]):
             for name in names:
                 rec = load(f"rl_{name}_g{G}_s{seed}")
                 times = [h["step_time"] for h in rec["log"] if "step_time" in h]
+                added = [added_seconds(h) for h in rec["log"] if "step_time" in h]
+                added = [a for a in added if a is not None]
                 rows.append({"arm": name, "G": G, "seed": seed, "step_time_s": float(np.median(times)),
+                             "added_s": float(np.median(added)) if added else float("nan"),
                              "steps": len(times), "wall_s": rec["wall_s"]})  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -547,6 +562,10 @@ def _p(p: float) -> str:
     return "-" if not math.isfinite(p) else f"{p:.3f}"
 
 
+def _seconds(t: float | None) -> str:
+    return "-" if t is None or not math.isfinite(t) else f"{t:.4f}"
+
+
 def term_sizes_text(sizes: dict) -> str:
     """One paragraph on the calibration: each term's size, its coefficient and what it does to equal-reward groups."""
     target = sizes.get(f"setpo_r{SETPO_RATIO:g}")
@@ -584,13 +603,15 @@ def summary_table(run: RunDir, prof: Any, con, times, sizes: dict, setting: str,
     the ``controls`` below them."""
     kmax = f"pass@{prof.eval_n}"
     mean_t = times.groupby("arm")["step_time_s"].mean()  # mean over seeds of each run's median
+    added = times.groupby("arm")["added_s"].mean()
     lines = [
         f"# Diversity methods vs GRPO's frontier ({report.task})",
         "",
         f"{setting} Mean paired difference over seeds [95% bootstrap CI]; p: exact sign-flip, Holm-adjusted over the "
         "methods of one decoding. Verdict on the frontier gap: confirmed (CI above 0), refuted (CI at or below 0), "
-        f"inconclusive. {report.note} s/step: each run's median TRL step time, mean over seeds; step time vs GRPO: "
-        "the paired mean of the ratio minus 1, given only for arms timed in GRPO's process.",
+        f"inconclusive. {report.note} s/step: each run's median TRL step time, mean over seeds; method s/step: the "
+        "same for the time the method's own code took inside the step (logged by the trainer; - where none runs); "
+        "step time vs GRPO: the paired mean of the ratio minus 1, given only for arms timed in GRPO's process.",
         "",
     ]
     if prof.seeds < 5:
@@ -615,8 +636,8 @@ def summary_table(run: RunDir, prof: Any, con, times, sizes: dict, setting: str,
         lines += [f"Regime check, GRPO end minus start, {kmax}: {_ci(regime)}{note}.", ""]
         lines += [
             f"| rank | method | {kmax} gap above GRPO's frontier | p (Holm) | seeds up | verdict | pass@1 - GRPO | "
-            f"{kmax} - GRPO | distinct - GRPO | s/step | step time vs GRPO |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            f"{kmax} - GRPO | distinct - GRPO | s/step | method s/step | step time vs GRPO |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         gaps = c[c.claim == "lies above GRPO's frontier"].sort_values("mean", ascending=False)
         ranked = gaps[~gaps.arm.isin(list(controls))].to_dict("records")
@@ -629,9 +650,9 @@ def summary_table(run: RunDir, prof: Any, con, times, sizes: dict, setting: str,
             lines.append(
                 f"| {rank} | {g['arm']} | {_ci(g)} | {g['p_signflip']:.3f} ({_p(g['p_holm'])}) | "
                 f"{g['seeds_up']}/{g['seeds']} | {g['verdict']} | {_ci(rows.loc['pass@1'])} | {_ci(rows.loc[kmax])} | "
-                f"{_ci(rows.loc['distinct'])} | {mean_t[g['arm']]:.3f} | {ratio} |"
+                f"{_ci(rows.loc['distinct'])} | {mean_t[g['arm']]:.3f} | {_seconds(added.get(g['arm']))} | {ratio} |"
             )
-        lines.append(f"| - | grpo | 0 (the frontier) | - | - | - | - | - | - | {mean_t['grpo']:.3f} | - |")
+        lines.append(f"| - | grpo | 0 (the frontier) | - | - | - | - | - | - | {mean_t['grpo']:.3f} | - | - |")
         lines.append("")
     lines += [term_sizes_text(sizes), "", report.caveats]
     path = run.path / "summary.md"

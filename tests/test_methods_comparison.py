@@ -159,8 +159,9 @@ def _synthetic(prof):
                      k: 0.7 + 0.05 + 0.01 * s, "distinct": 1.5})  # fmt: skip
         rows.append({"arm": "dqo", "G": 7, "seed": s, "step": prof.rl_steps, "decoding": "T1_p1", "pass@1": 0.5,
                      k: 0.6 - 0.02, "distinct": 1.0})  # fmt: skip
-        for arm, t in (("grpo", 1.0), ("darling", 1.5), ("dqo", 2.0)):
-            times.append({"arm": arm, "G": 7, "seed": s, "step_time_s": t * (1 + s), "steps": 2, "wall_s": 1.0})
+        for arm, t, added in (("grpo", 1.0, np.nan), ("darling", 1.5, 0.125), ("dqo", 2.0, 0.25)):
+            times.append({"arm": arm, "G": 7, "seed": s, "step_time_s": t * (1 + s), "added_s": added, "steps": 2,
+                          "wall_s": 1.0})  # fmt: skip
     return pd.DataFrame(rows), pd.DataFrame(times)
 
 
@@ -185,7 +186,7 @@ def test_contrasts_and_table_on_a_synthetic_frame(tmp_path):
     path = mc.summary_table(run, prof, con, times, {"dqo": {"ratio": 0.29}}, "Setting.")
     text = path.read_text()
     rows = [line for line in text.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")]
-    assert rows[0].startswith("| 1 | darling |") and "confirmed" in rows[0] and "+50%" in rows[0]
+    assert rows[0].startswith("| 1 | darling |") and "confirmed" in rows[0] and "| 0.1250 | +50% |" in rows[0]
     assert rows[1].startswith("| 2 | dqo |") and "refuted" in rows[1] and "+100%" in rows[1]
     assert "the start is on the frontier" in text and "dqo 0.29" in text and "GAPO: not applicable" in text
     assert "not evidence" in text  # 4 seeds: the verdicts are labelled a pipeline check
@@ -199,6 +200,27 @@ def test_contrasts_and_table_on_a_synthetic_frame(tmp_path):
     text = mc.summary_table(run, prof, con, times, {}, "Setting.", controls=("dqo",)).read_text()
     assert "| 1 | darling |" in text and "| control | dqo |" in text and "| 2 |" not in text
     run.close()
+
+    # arms timed in another process than GRPO's get no step-time ratio
+    con = mc.comparison(df, times, prof, timed_with_grpo=("darling",))
+    assert set(con[con.claim == "step time over GRPO's"].arm) == {"darling"}
+    run = RunDir(tmp_path / "run3", {"t": 3})
+    text = mc.summary_table(run, prof, con, times, {}, "Setting.").read_text()
+    assert [line for line in text.splitlines() if line.startswith("| 2 | dqo |")][0].endswith("| 0.2500 | - |")
+    run.close()
+
+
+def test_step_times_take_each_runs_median_and_the_methods_own_seconds():
+    logs = {
+        "rl_grpo_g7_s0": [{"step_time": t} for t in (1.0, 1.2, 30.0)],  # one step slowed by other load
+        "rl_dqo_g7_s0": [{"step_time": t, "method/dqo/time_s": 0.01 * t} for t in (2.0, 2.2, 2.4)],
+        "rl_setpo_r0.3_g7_s0": [{"step_time": 3.0, "setpo/embed_time_s": 0.2, "setpo/credit_time_s": 0.05}] * 3,
+    }
+    prof = replace(mc.PROFILES["full"], seeds=1, group_sizes=(7,))
+    times = mc.step_times(lambda step: {"log": logs[step], "wall_s": 9.0}, prof, ["grpo", "dqo", "setpo_r0.3"])
+    t = times.set_index("arm")
+    assert t.loc["grpo", "step_time_s"] == 1.2 and np.isnan(t.loc["grpo", "added_s"])
+    assert t.loc["dqo", "added_s"] == pytest.approx(0.022) and t.loc["setpo_r0.3", "added_s"] == pytest.approx(0.25)
 
 
 @pytest.fixture(scope="module")
@@ -222,6 +244,9 @@ def test_smoke_run_end_to_end(smoke_run):
     assert set(con[con.claim == "lies above GRPO's frontier"].arm) == {"darling", "dra_grpo"}
     timing = pd.read_csv(smoke_run / "timing.csv")
     assert len(timing) == prof.seeds * len(prof.arms) and (timing.step_time_s > 0).all()
+    methods = timing[timing.arm != "grpo"]  # the methods' own seconds are logged; GRPO has none
+    assert (methods.added_s > 0).all() and (methods.added_s < methods.step_time_s).all()
+    assert timing[timing.arm == "grpo"].added_s.isna().all()
     sizes = json.loads((smoke_run / "term_sizes.json").read_text())
     assert set(sizes) >= {"darling", "dra_grpo"} and sizes["G"] == G and "setpo_r0.3" not in sizes  # none calibrated
     for f in ("methods_frontier.png", "summary.md", "results.csv", "per_problem.csv.gz"):

@@ -109,6 +109,7 @@ def test_smoke_run_end_to_end(smoke_run):
     }  # the placebo is a control
     timing = pd.read_csv(here / "timing.csv")
     assert len(timing) == prof.seeds * (3 + len(prof.arms)) and (timing.step_time_s > 0).all()
+    assert not (con.claim == "step time over GRPO's").any()  # the baseline ran in another process
     text = (here / "summary.md").read_text()
     assert "SmolLM2-135M, primes" in text and "not evidence" in text and "| control | placebo_r0.3 |" in text
     record = json.loads((here / "steps" / "baseline.json").read_text())

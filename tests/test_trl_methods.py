@@ -163,6 +163,7 @@ def test_passk_replaces_the_advantage(tmp_path, model_dir):
     A_bar = advantages_of(R.tolist())
     delta = (torch.tensor(passk_reference(correct, k=2)).reshape(-1) - A_bar).abs().mean().item()
     assert trainer.state.log_history[0]["method/passk/advantage_delta"] == pytest.approx(delta, abs=1e-5)
+    assert 0 < trainer.state.log_history[0]["method/passk/time_s"] < trainer.state.log_history[0]["step_time"]
 
 
 def test_entropy_bonus_is_trls_entropy_coef(tmp_path, model_dir):

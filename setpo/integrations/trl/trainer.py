@@ -119,7 +119,8 @@ class SetPOTrainer(GRPOTrainer):
     e.g. DARLING). An "advantage" method maps TRL's A_bar of the gathered batch to its advantages. Each process
     keeps its own rows, as for the credit. Unscorable rows enter the method with reward 0 and keep advantage 0.
     ``entropy_bonus`` is TRL's own ``entropy_coef`` (set by the config). Metrics: method/<name>/reward_delta
-    (mean |R~ - R|, reward methods) and method/<name>/advantage_delta (mean |A - A_bar|).
+    (mean |R~ - R|, reward methods), method/<name>/advantage_delta (mean |A - A_bar|) and method/<name>/time_s (the
+    method's inputs, call and normalisation on the slowest process).
     """
 
     #: TRL passes whose hidden states the "policy" embedder reuses, in order of preference ("old", and opt-in "ref").
@@ -492,6 +493,7 @@ class SetPOTrainer(GRPOTrainer):
 
     def _method_step(self, output: dict[str, Any], rows: tuple[list, list, list] | None, capture) -> dict[str, Any]:
         """Rewards or advantages of the gathered batch from the diversity method; this process keeps its rows."""
+        t0 = time.perf_counter()
         mode = "train" if self.model.training else "eval"
         G = self.num_generations if mode == "train" else self.num_generations_eval
         method, params, name = self.args.method, self.args.method_params, self.args.diversity_method
@@ -519,6 +521,8 @@ class SetPOTrainer(GRPOTrainer):
         output["advantages"] = advantages[start : start + B_local].to(device=base.device, dtype=base.dtype)
         self.method_last = {"batch": batch, "rewards": new_rewards, "base": all_base, "advantages": advantages}
         self._logs["extra"]["method_advantage"].extend(advantages.tolist())
+        seconds = torch.tensor([time.perf_counter() - t0], device=self.accelerator.device, dtype=torch.float64)
+        m[f"method/{name}/time_s"].append(self.accelerator.gather(seconds).max().item())  # the slowest process
         return output
 
     def _setpo_log(
