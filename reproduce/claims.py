@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reproduce.common import PAPER_FIGURES
+from reproduce.evidence import seeds_up
 from reproduce.stats import verdict
 
 OUT = "claims.md"
@@ -85,7 +86,7 @@ def rows(figures: Path = PAPER_FIGURES) -> list[dict[str, object]]:
         r = find(c, figures)
         mean, lo, hi = (float(r[k]) for k in ("mean", "lo", "hi"))
         top = int(float(r.get("at_ceiling") or 0))  # seeds whose frontier is at the metric's maximum
-        seeds = f"{r['seeds_up']}/{r['seeds']}" + (f" ({top} at ceiling)" if top else "")
+        seeds = seeds_up({**r, "at_ceiling": top})
         out.append({"claim": c.paper, "experiment": c.experiment, "G": c.G, "decoding": _decoding(c.decoding),
                     "metric": c.metric, "mean": mean, "lo": lo, "hi": hi, "p": float(r["p_signflip"]),
                     "seeds": seeds, "verdict": verdict(lo, hi, top == int(r["seeds"]))})  # fmt: skip

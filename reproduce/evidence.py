@@ -170,20 +170,28 @@ def figure_frontier(run: RunDir, prof: Any, df) -> Path:
     return path
 
 
+def seeds_up(row: dict) -> str:
+    """'up/seeds' of a contrast row, with the seeds at the ceiling when a frontier gap has any."""
+    top = row.get("at_ceiling")
+    top = 0 if top is None or top != top else int(top)  # NaN: not a frontier gap
+    return f"{row['seeds_up']}/{row['seeds']}" + (f" ({top} at ceiling)" if top else "")
+
+
 def summary_table(run: RunDir, con, title: str, setting: str) -> Path:
     """Markdown: one line per contrast with its CI, p-value and verdict; ``setting`` names the command and sizes."""
     lines = [
         f"# {title}",
         "",
         f"{setting} Mean paired difference [95% bootstrap CI], exact sign-flip p, seeds with a positive difference. "
-        "Verdict: confirmed (CI above 0), refuted (CI at or below 0), inconclusive; '-' for descriptive contrasts.",
+        "Verdict: confirmed (CI above 0), refuted (CI at or below 0), inconclusive; '-' for descriptive contrasts. "
+        "Frontier gaps name the seeds where GRPO's frontier is at the metric's maximum 1 (no arm can lie above it).",
         "",
         "| G | decoding | claim | metric | mean [95% CI] | p | seeds up | verdict |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in con.itertuples():
         lines.append(f"| {r.G} | {r.decoding} | {r.claim} | {r.metric} | {r.mean:+.4f} [{r.lo:+.4f}, {r.hi:+.4f}] | "
-                     f"{r.p_signflip:.3f} | {r.seeds_up}/{r.seeds} | {r.verdict} |")  # fmt: skip
+                     f"{r.p_signflip:.3f} | {seeds_up(r._asdict())} | {r.verdict} |")  # fmt: skip
     path = run.path / "summary.md"
     path.write_text("\n".join(lines) + "\n")
     return path

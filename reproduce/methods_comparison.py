@@ -83,7 +83,7 @@ from reproduce import countdown_evidence, evidence
 from reproduce.common import RunDir, RunPlan, save_figure, write_json
 from reproduce.countdown import stage_sft
 from reproduce.countdown_evidence import EvidenceProfile, answer_embedder, stage_data, stage_eval
-from reproduce.evidence import frontier_gaps, paired, per_problem_frame, results_frame, saved_steps
+from reproduce.evidence import frontier_gaps, paired, per_problem_frame, results_frame, saved_steps, seeds_up
 from reproduce.stats import bootstrap_ci, holm_adjust
 from setpo.tasks.countdown import (
     CountdownProblem,
@@ -649,7 +649,7 @@ def summary_table(run: RunDir, prof: Any, con, times, sizes: dict, setting: str,
             ratio = f"{t.iloc[0]['mean']:+.0%}" if len(t) else "-"
             lines.append(
                 f"| {rank} | {g['arm']} | {_ci(g)} | {g['p_signflip']:.3f} ({_p(g['p_holm'])}) | "
-                f"{g['seeds_up']}/{g['seeds']} | {g['verdict']} | {_ci(rows.loc['pass@1'])} | {_ci(rows.loc[kmax])} | "
+                f"{seeds_up(g)} | {g['verdict']} | {_ci(rows.loc['pass@1'])} | {_ci(rows.loc[kmax])} | "
                 f"{_ci(rows.loc['distinct'])} | {mean_t[g['arm']]:.3f} | {_seconds(added.get(g['arm']))} | {ratio} |"
             )
         lines.append(f"| - | grpo | 0 (the frontier) | - | - | - | - | - | - | {mean_t['grpo']:.3f} | - | - |")
