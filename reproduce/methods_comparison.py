@@ -101,7 +101,7 @@ CORRECT_THRESHOLD = 0.5  # Countdown rewards: 0, 0.1 (format only), 1.0 (hits th
 #: the task reward (1); the entropy bonus is linear in its coefficient, so it is solved for, not scanned.
 CALIBRATED = {"diver": ("lam", 1.0), "dqo": ("alpha", math.inf), "entropy": ("coef", math.inf)}
 # C0 is GRPO's path, grey the start; one colour per arm of the largest comparison (SmolLM2: 10 arms besides GRPO).
-COLORS = ("C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9", "k", "tab:olive", "tab:brown")
+COLORS = ("C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9", "k", "navy", "lime")
 
 
 @dataclass(frozen=True)
@@ -551,7 +551,7 @@ def figure(run: RunDir, prof: Any, df, names: Sequence[str] | None = None, repor
         ax.set_xlabel("pass@1")
         ax.set_ylabel(kmax)
         ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=7, loc="best")
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the panel: hides no point
     fig.tight_layout()
     path = save_figure(fig, run.path / "methods_frontier", df)
     plt.close(fig)
