@@ -1,6 +1,6 @@
 """Figure 9 analogue: the work SetPO adds to a GRPO step in TRL (embedding + credits), per embedder and policy.
 
-    python -m reproduce overhead --profile quick|full|smoke [--rounds N] [--steps N] [--device cpu|cuda]
+    python -m reproduce overhead --profile quick|full|smollm2|tiny|smoke [--rounds N] [--steps N] [--device cpu|cuda]
         [--threads 1] [--out DIR] [--overwrite] [--publish]
 
 Design (fixed before the measurements).
@@ -141,6 +141,9 @@ PROFILES = {
     ),
     # the SmolLM2 part of "full" alone, with fewer steps: for when the whole full profile does not fit
     "smollm2": OverheadProfile(policies=(PolicySize(SMOLLM2, 4, 48),), group_size=6, steps=4, rounds=2),
+    "tiny": OverheadProfile(
+        policies=(PolicySize("tiny-h64xL2", 16), PolicySize("tiny-h256xL4", 16)), group_size=6, steps=6, rounds=4,
+    ),
 }  # fmt: skip
 
 
@@ -456,9 +459,10 @@ def prepare(argv: list[str] | None = None) -> Callable[[], int]:
 
 
 def publish_dir(profile: str) -> Path:
-    """Where --publish puts a profile's figures: the SmolLM2-only profile beside the others, in a folder of its own
-    (it measures a different set of policies, so it neither replaces nor is replaced by the full profile)."""
-    return PAPER_FIGURES / NAME / "smollm2" if profile == "smollm2" else PAPER_FIGURES / NAME
+    """Where --publish puts a profile's figures: the SmolLM2-only and tiny-only profiles beside the others, each in
+    a folder of its own (they measure a subset of the full profile's policies, so they neither replace nor are
+    replaced by it)."""
+    return PAPER_FIGURES / NAME / profile if profile in ("smollm2", "tiny") else PAPER_FIGURES / NAME
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -206,3 +206,4 @@ def test_the_smollm2_profile_publishes_beside_the_full_profile_not_over_it():
 
     assert overhead.publish_dir("full") == overhead.publish_dir("quick") == PAPER_FIGURES / "overhead"
     assert overhead.publish_dir("smollm2") == PAPER_FIGURES / "overhead" / "smollm2"
+    assert overhead.publish_dir("tiny") == PAPER_FIGURES / "overhead" / "tiny"
