@@ -158,6 +158,21 @@ def _differing_keys(old: Any, new: Any) -> list[str]:
     return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
 
 
+def is_extension(old: Any, new: Any, keys: tuple[str, ...]) -> bool:
+    """`new` differs from `old` only in integer counts among `keys`, all larger or all smaller."""
+    diff = _differing_keys(old, new)
+    counts = all(
+        k in keys and all(isinstance(c.get(k), int) and not isinstance(c.get(k), bool) for c in (old, new))
+        for k in diff
+    )
+    return bool(diff) and counts and len({new[k] > old[k] for k in diff}) == 1
+
+
+def _grows(old: Any, new: Any, keys: tuple[str, ...]) -> bool:
+    """`new` extends `old` (see `is_extension`) with every differing count larger."""
+    return is_extension(old, new, keys) and all(new[k] > old[k] for k in _differing_keys(old, new))
+
+
 class RunDir:
     """A results folder for one run: `config.json` (config, seed, versions) plus one file per finished step.
 
@@ -168,12 +183,17 @@ class RunDir:
     run with a different or damaged config and ``overwrite`` is false; ``overwrite=True`` deletes the listed
     files (and the folders they leave empty) and nothing else. A folder of an older version (``config.json`` in
     this format, no list) is adopted: its files from the run's start on count as the run's.
+
+    `extend` names integer config keys that only say how many independent units (seeds) the run has: a config that
+    differs from the recorded one in those keys alone opens the run too. With larger values the run grows (its
+    finished steps kept, config.json updated, the earlier values listed under "extended_from"); with smaller ones
+    it is read as the first units of the recorded run (config.json kept).
     """
 
-    def __init__(self, path: str | Path, config: Any, overwrite: bool = False):
+    def __init__(self, path: str | Path, config: Any, overwrite: bool = False, extend: tuple[str, ...] = ()):
         self.path = check_out_dir(path)
         cfg = _jsonable(config)
-        manifest = self.check(self.path, cfg, overwrite)
+        manifest = self.check(self.path, cfg, overwrite, extend)
         if manifest is not None and overwrite:
             self._clear(manifest)
             manifest = None
@@ -192,11 +212,17 @@ class RunDir:
         cfg_file = self.path / "config.json"
         if not cfg_file.exists():
             write_json(cfg_file, {"config": cfg, "versions": versions(), "started": time.strftime("%Y-%m-%d %H:%M:%S")})
+        elif extend:
+            old, _ = _read_json(cfg_file)
+            if _is_run_config(old) and _grows(old["config"], cfg, extend):
+                grown = {k: old["config"][k] for k in _differing_keys(old["config"], cfg)}
+                history = [*old.get("extended_from", []), {**grown, "at": time.strftime("%Y-%m-%d %H:%M:%S")}]
+                write_json(cfg_file, {**old, "config": cfg, "extended_from": history})
         self.record()
         _OPEN_RUNS.append(self)
 
     @staticmethod
-    def check(path: str | Path, config: Any, overwrite: bool = False) -> dict | None:
+    def check(path: str | Path, config: Any, overwrite: bool = False, extend: tuple[str, ...] = ()) -> dict | None:
         """Raise `RunExistsError` when a run with `config` may not start in `path`; return its file list, if any.
 
         Writes nothing, so every experiment of ``reproduce quick`` can be checked before the first one runs.
@@ -215,6 +241,8 @@ class RunDir:
                     "that run's files and start again, or choose another --out folder"
                 )
             if not damage and _is_run_config(old) and old["config"] != cfg and not overwrite:
+                if is_extension(old["config"], cfg, extend):
+                    return manifest
                 keys = ", ".join(_differing_keys(old["config"], cfg)[:6])
                 raise RunExistsError(
                     f"{path} holds a run with a different config (differs in: {keys}); pass --overwrite to delete "
@@ -514,6 +542,7 @@ class RunPlan:
     size: dict[str, int]  # what a published result's scale is judged by (see `check_publish`)
     dest: Path | None  # paper_figures/<name> with --publish, else None
     force: bool = False  # --force-publish: replace larger published results
+    extend: tuple[str, ...] = ()  # config counts a resumed run may change (see `RunDir`)
 
     @classmethod
     def check(
@@ -525,21 +554,22 @@ class RunPlan:
         size: dict[str, int],
         figures: Path,
         folder: str | None = None,
+        extend: tuple[str, ...] = (),
         **overrides: Any,
     ) -> RunPlan:
         """The plan of parsed options, with the run folder (default runs/<name>/<folder or label><overrides>) and
         any publish to `figures`/<name> checked; writes nothing. `overrides` default to --seeds."""
         overrides = overrides or {"seeds": getattr(args, "seeds", None)}
         out = args.out or default_out(name, folder or label, **overrides)
-        RunDir.check(out, config, args.overwrite)
+        RunDir.check(out, config, args.overwrite, extend)
         dest = Path(figures) / name if args.publish else None
         if dest is not None:
             check_publish(dest, label, size, args.force_publish)
-        return cls(out, config, args.overwrite, label, size, dest, args.force_publish)
+        return cls(out, config, args.overwrite, label, size, dest, args.force_publish, extend)
 
     def start(self) -> RunDir:
         """Open the run folder (see `RunDir`)."""
-        return RunDir(self.out, self.config, overwrite=self.overwrite)
+        return RunDir(self.out, self.config, overwrite=self.overwrite, extend=self.extend)
 
     def finish(self, run: RunDir, t0: float, report: Path, files: list[Path], **timing: Any) -> int:
         """The end of a run: timing.json (wall time since `t0`, and `timing`), the run's file list closed, `report`

@@ -265,6 +265,10 @@ def entry_points(name: str, doc: str, profiles: dict, threads: int, execute: Cal
     return build_parser_, prepare, main
 
 
+#: Seeds are independent runs keyed by their number: a run grows by more seeds, and its first seeds are a run too.
+EXTEND = ("seeds",)
+
+
 def check_run(args: argparse.Namespace, name: str, profiles: dict) -> tuple[Any, RunPlan]:
     """(profile, checked run plan) of parsed options: the folder and any publish checked, nothing written."""
     prof = profiles[args.profile]
@@ -273,4 +277,4 @@ def check_run(args: argparse.Namespace, name: str, profiles: dict) -> tuple[Any,
             raise UsageError("--seeds must be >= 2 (the statistics are paired over seeds)")
         prof = replace(prof, seeds=args.seeds)
     config = {"profile": args.profile, **asdict(prof)}
-    return prof, RunPlan.check(args, name, args.profile, config, publish_size(prof), PAPER_FIGURES)
+    return prof, RunPlan.check(args, name, args.profile, config, publish_size(prof), PAPER_FIGURES, extend=EXTEND)

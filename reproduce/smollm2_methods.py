@@ -38,6 +38,7 @@ a same-sized term and no diversity information, which shows what "any extra term
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from dataclasses import asdict, dataclass, fields
@@ -130,7 +131,7 @@ def baseline_plan(args: argparse.Namespace, prof: MethodsPrimesProfile, out: Pat
     if inside:
         raise RunExistsError(f"the baseline folder {path} and this run's folder {out} must not contain each other")
     config = {"profile": args.profile, **asdict(prof.baseline())}
-    RunDir.check(path, config)
+    RunDir.check(path, config, extend=evidence.EXTEND)
     return path, config
 
 
@@ -166,15 +167,19 @@ def baseline_digest(base: RunDir) -> dict[str, str]:
 
 
 def stage_baseline_record(run: RunDir, base: RunDir) -> dict:
-    """The baseline's config and step digests, kept with this run on first use; later calls refuse a changed one."""
-    from reproduce.common import RunExistsError
+    """The baseline's config and step digests, kept with this run on first use; later calls refuse a changed one.
+
+    A baseline grown by more seeds since (`evidence.EXTEND`) is the same baseline: its config may differ in the seed
+    count alone and steps may be added; every step kept must be unchanged."""
+    from reproduce.common import RunExistsError, is_extension
 
     now = {"folder": str(base.path), "config": (base.path / "config.json").read_text(), "steps": baseline_digest(base)}
     if not run.done("baseline"):
         run.save("baseline", now)
     kept = run.load("baseline")
-    changed = sorted(k for k in set(kept["steps"]) | set(now["steps"]) if kept["steps"].get(k) != now["steps"].get(k))
-    if kept["config"] != now["config"] or changed:
+    changed = sorted(k for k in kept["steps"] if kept["steps"][k] != now["steps"].get(k))
+    old_cfg, new_cfg = (json.loads(c)["config"] for c in (kept["config"], now["config"]))
+    if (old_cfg != new_cfg and not is_extension(old_cfg, new_cfg, evidence.EXTEND)) or changed:
         raise RunExistsError(
             f"the baseline run {base.path} changed since this run first used it ({', '.join(changed[:4]) or 'config'}"
             "): pass --overwrite to redo this run's method arms against it"
@@ -248,7 +253,7 @@ def _execute(args: argparse.Namespace, prof: MethodsPrimesProfile, plan: RunPlan
     sizes = stage_calibration(run, prof)  # before the baseline: a calibration that cannot be done fails first
     arms = mc.calibrated_arms(prof.arms, sizes, ARMS)
     base_prof = prof.baseline()
-    base = RunDir(*baseline)
+    base = RunDir(*baseline, extend=evidence.EXTEND)
     evals = sp.stage_arms(base, base_prof, f"{NAME}: baseline")
     base.close()
     record = stage_baseline_record(run, base)

@@ -391,3 +391,29 @@ def test_files_of_a_killed_call_count_as_the_runs(tmp_path):
     common._OPEN_RUNS.remove(run)
     RunDir(out, {"a": 2}, overwrite=True).close()
     assert not (out / "half_written.pt").exists()
+
+
+def test_a_run_grows_by_more_seeds_and_its_first_seeds_are_a_run(tmp_path):
+    """With extend=("seeds",) a config differing in the seed count alone resumes the run; anything else is refused."""
+    out = tmp_path / "run"
+    run = RunDir(out, {"a": 1, "seeds": 2}, extend=("seeds",))
+    run.save("rl_s0", {"n": 0})
+    run.close()
+    with pytest.raises(RunExistsError, match="differs in: seeds"):
+        RunDir(out, {"a": 1, "seeds": 3})  # not extendable unless the experiment says so
+    grown = RunDir(out, {"a": 1, "seeds": 3}, extend=("seeds",))
+    assert grown.done("rl_s0")
+    grown.save("rl_s2", {"n": 2})
+    grown.close()
+    record = json.loads((out / "config.json").read_text())
+    assert record["config"] == {"a": 1, "seeds": 3} and [e["seeds"] for e in record["extended_from"]] == [2]
+    first = RunDir(out, {"a": 1, "seeds": 2}, extend=("seeds",))  # its first two seeds: read, config kept
+    assert first.done("rl_s0") and first.done("rl_s2")
+    first.close()
+    assert json.loads((out / "config.json").read_text())["config"]["seeds"] == 3
+    for other in ({"a": 2, "seeds": 3}, {"a": 1, "seeds": 4, "b": 0}, {"a": 1, "seeds": True}, {"a": 1, "seeds": "4"}):
+        with pytest.raises(RunExistsError, match="different config"):
+            RunDir(out, other, extend=("seeds",))
+    with pytest.raises(RunExistsError, match="different config"):  # counts moving in opposite directions
+        RunDir(out, {"a": 0, "seeds": 4}, extend=("seeds", "a"))
+    assert json.loads((out / "config.json").read_text())["config"] == {"a": 1, "seeds": 3}

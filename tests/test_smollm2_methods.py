@@ -9,6 +9,7 @@ from dataclasses import asdict, replace
 import pandas as pd
 import pytest
 
+from reproduce import evidence
 from reproduce import methods_comparison as mc
 from reproduce import smollm2_methods as sm
 from reproduce import smollm2_primes as sp
@@ -116,3 +117,19 @@ def test_smoke_run_end_to_end(smoke_run):
     assert record["folder"] == str(base) and "rl_grpo_g3_s0" in record["steps"]
     for f in ("methods_frontier.png", "results.csv", "per_problem.csv.gz"):
         assert (here / f).is_file(), f
+
+
+def test_a_baseline_grown_by_more_seeds_is_the_same_baseline(tmp_path):
+    base = RunDir(tmp_path / "base", {"b": 1, "seeds": 2}, extend=evidence.EXTEND)
+    base.save("rl_grpo_g6_s0", {"wall_s": 1.0})
+    base.close()
+    run = RunDir(tmp_path / "run", {"r": 1})
+    kept = sm.stage_baseline_record(run, base)
+    grown = RunDir(tmp_path / "base", {"b": 1, "seeds": 3}, extend=evidence.EXTEND)
+    grown.save("rl_grpo_g6_s2", {"wall_s": 1.0})  # a new seed's step: added, not changed
+    assert sm.stage_baseline_record(run, grown) == kept
+    grown.save("rl_grpo_g6_s0", {"wall_s": 2.0})
+    with pytest.raises(RunExistsError, match="changed since this run first used it.*rl_grpo_g6_s0"):
+        sm.stage_baseline_record(run, grown)
+    grown.close()
+    run.close()
