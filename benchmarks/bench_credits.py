@@ -4,9 +4,12 @@ Prints, for B groups and each G, measured side by side in one run: the best-of-r
 (validation included: one min/max pass and one symmetry pass over the kernel), `loo_credits_reference`, and of one
 `torch.log1p` pass over a (B, G, G) tensor (the yardstick: one transcendental per kernel entry, fresh output);
 also one transposed copy of the kernel (what any exact symmetry check K = K^T has to read), their ratios, and
-credits per second. Figures only, no assertions.
+credits per second. With ``--inductor`` also the same closed form with its validation reductions written as one
+function and compiled by ``torch.compile`` (inductor; the question is whether a compiler's fusion beats the eager
+path; compile time not counted, results checked against Algorithm 1). Figures only.
 
-    python benchmarks/bench_credits.py [--batch 512] [--groups 6 16 64] [--threads 1] [--device cuda] [--json out.json]
+    python benchmarks/bench_credits.py [--batch 512] [--groups 6 16 64] [--threads 1] [--device cuda] [--inductor]
+        [--json out.json]
 
 On CUDA every timed call is followed by a device synchronisation.
 """
@@ -39,6 +42,18 @@ def best_time(fn, min_total: float = 0.5, min_reps: int = 5, sync=None) -> float
     return min(times)
 
 
+def fused_neglog1p(K: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Lemma D.1 with g = -log(1+x), s_i = log prod_{j!=i}(1 + m_j^(-i))/(G-1) - mean_j log(1 + m_j), plus the
+    validation reductions (min, max, max(K - K^T)) in one function for a compiler to fuse."""
+    G = K.shape[-1]
+    eye = torch.eye(G, dtype=torch.bool, device=K.device)
+    Kz = K.masked_fill(eye, 0.0)
+    r = Kz.sum(-1)  # (G-1) m_j
+    Y = (1.0 + (r.unsqueeze(-1) - Kz) / (G - 2)).masked_fill(eye, 1.0)  # Y[b, j, i] = 1 + m_j^(-i)
+    s = Y.prod(-2).log() / (G - 1) - torch.log1p(r / (G - 1)).mean(-1, keepdim=True)
+    return s, K.amin(), K.amax(), (K - K.mT).amax()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=512)
@@ -48,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shaping", default="neglog1p")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--inductor", action="store_true", help="also time the closed form compiled by torch.compile")
     ap.add_argument("--json", default=None, help="also write the rows to this JSON file")
     args = ap.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -65,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{'G':>4} {'closed form':>12} {'Algorithm 1':>12} {'speed-up':>9} "
         f"{'log1p(BGG)':>11} {'vs log1p':>9} {'K^T copy':>9} {'credits/s':>12}"
     )
+    if args.inductor:
+        header += f" {'inductor':>9} {'vs log1p':>9}"
+        compiled = torch.compile(fused_neglog1p, dynamic=False)
     print(header)
     rows = []
     for G in args.groups:
@@ -76,6 +95,11 @@ def main(argv: list[str] | None = None) -> int:
         t_ref = best_time(lambda K=K: loo_credits_reference(K, g), sync=sync)
         t_floor = best_time(lambda K=K: torch.log1p(K), sync=sync)
         t_transpose = best_time(lambda K=K: K.mT.contiguous(), sync=sync)
+        if args.inductor:
+            s, lo, hi, asym = compiled(K)  # compiles for this shape
+            assert lo >= 0 and hi <= 1 + 1e-6 and asym <= 1e-6
+            assert torch.allclose(s, loo_credits_reference(K, g), atol=1e-5 if dtype == torch.float32 else 1e-12)
+            t_inductor = best_time(lambda K=K: compiled(K), sync=sync)
         row = {
             "G": G,
             "B": args.batch,
@@ -87,11 +111,14 @@ def main(argv: list[str] | None = None) -> int:
             "transpose_over_log1p": t_transpose / t_floor,
             "credits_per_s": args.batch * G / t_fast,
         }
+        if args.inductor:
+            row |= {"inductor_ms": 1e3 * t_inductor, "inductor_over_log1p": t_inductor / t_floor}
         rows.append(row)
         print(
             f"{G:>4} {row['closed_form_ms']:>10.3f}ms {row['algorithm1_ms']:>10.3f}ms {row['speedup']:>8.1f}x "
             f"{row['log1p_ms']:>9.3f}ms {row['ratio_to_log1p']:>8.2f}x {row['transpose_over_log1p']:>8.2f}x "
             f"{row['credits_per_s']:>12.3g}"
+            + (f" {row['inductor_ms']:>7.3f}ms {row['inductor_over_log1p']:>8.2f}x" if args.inductor else "")
         )
     targets = [(r["G"], r["ratio_to_log1p"], 4.0 if r["G"] < 16 else 2.0) for r in rows]
     print(
