@@ -180,10 +180,11 @@ def test_gpu_check_dry_run_prints_every_command_under_out(tmp_path):
     r = gpu_check("--dry-run", out=str(out))
     assert r.returncode == 0, r.stderr
     commands = [line for line in r.stdout.splitlines() if line.startswith("timeout ")]
-    assert len(commands) == 3
-    tests, bench, oh = commands
+    assert len(commands) == 4
+    tests, bench, compiled, oh = commands
     assert "-m pytest" in tests and "-k cuda" in tests and "cuda_tests.xml" in tests
-    assert "benchmarks/bench_credits.py --device cuda" in bench
+    assert "benchmarks/bench_credits.py --device cuda" in bench and "--inductor" not in bench
+    assert "benchmarks/bench_credits.py --device cuda" in compiled and "--inductor" in compiled
     assert "-m reproduce overhead --profile quick --device cuda" in oh
     assert all(str(out).replace(" ", "\\ ") in c for c in commands)
     assert sum(int(c.split()[1]) for c in commands) < 600  # the time limits fit in 10 minutes
