@@ -1,7 +1,7 @@
 """Figure 9 analogue: the work SetPO adds to a GRPO step in TRL (embedding + credits), per embedder and policy.
 
     python -m reproduce overhead --profile quick|full|smollm2|tiny|smoke [--rounds N] [--steps N] [--device cpu|cuda]
-        [--threads 1] [--out DIR] [--overwrite] [--publish]
+        [--methods grpo setpo_policy ...] [--threads 1] [--out DIR] [--overwrite] [--publish]
 
 Design (fixed before the measurements).
 
@@ -426,6 +426,10 @@ def build_parser() -> Parser:
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick")
     p.add_argument("--rounds", type=count, default=None, help="interleaved rounds (default: the profile's)")
     p.add_argument("--steps", type=count, default=None, help="steps per method and round, the first dropped")
+    p.add_argument(
+        "--methods", nargs="+", choices=tuple(METHODS), default=None,
+        help="a subset of the profile's methods, 'grpo' included (default: all of the profile's)",
+    )  # fmt: skip
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the trainers run")
     p.add_argument("--threads", type=count, default=1, help="torch CPU threads")
     add_run_options(p, NAME)
@@ -447,10 +451,13 @@ def prepare(argv: list[str] | None = None) -> Callable[[], int]:
         if args.steps < 2:
             raise ValueError(f"--steps must be >= 2 (the first step of every run is dropped), got {args.steps}")
         prof = replace(prof, steps=args.steps)
+    if args.methods is not None:
+        prof = replace(prof, methods=tuple(args.methods))  # checked by OverheadProfile
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"--device cuda: torch {torch.__version__} sees no CUDA device")
     label = args.profile if args.device == "cpu" else f"{args.profile}_cuda"
-    out = args.out or default_out(NAME, label, rounds=args.rounds, steps=args.steps)
+    methods = "-".join(args.methods) if args.methods else None
+    out = args.out or default_out(NAME, label, rounds=args.rounds, steps=args.steps, methods=methods)
     config = {"profile": args.profile, "threads": args.threads, "device": args.device, **asdict(prof)}
     RunDir.check(out, config, args.overwrite)
     if args.publish:

@@ -3,6 +3,7 @@ policy embedder's reused vs extra forward in a real timing run, and the GPU chec
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -166,6 +167,18 @@ def test_cli_refuses_cuda_without_a_device_and_one_step(tmp_path, capsys):
     assert cli(overhead.main, ["--profile", "smoke", "--steps", "1", "--out", str(tmp_path / "b")]) == 2
     assert "--steps must be >= 2" in capsys.readouterr().err
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_cli_runs_a_subset_of_the_methods_and_refuses_one_without_grpo(tmp_path, capsys):
+    from reproduce.common import cli
+
+    out = tmp_path / "sub"
+    assert cli(overhead.main, ["--profile", "smoke", "--methods", "grpo", "--out", str(out)]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["config"]["methods"] == ["grpo"]
+    assert {r["method"] for r in json.loads((out / "summary.json").read_text())} == {"grpo"}
+    assert cli(overhead.main, ["--profile", "smoke", "--methods", "setpo_hashed", "--out", str(tmp_path / "x")]) == 2
+    assert "must include 'grpo'" in capsys.readouterr().err and not (tmp_path / "x").exists()
 
 
 def gpu_check(*args: str, out: str) -> subprocess.CompletedProcess:
