@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import platform
 import time
 
 import torch
@@ -54,6 +55,17 @@ def fused_neglog1p(K: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return s, K.amin(), K.amax(), (K - K.mT).amax()
 
 
+def cpu_name() -> str:
+    """The CPU's model name and the vector instructions torch's CPU kernels use (the yardstick depends on both)."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return f"{model}, torch CPU capability {torch.backends.cpu.get_cpu_capability()}"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=512)
@@ -75,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     dtype = getattr(torch, args.dtype)
     g = get_shaping(args.shaping)
     torch.manual_seed(0)
-    where = torch.cuda.get_device_name(0) if args.device == "cuda" else f"{torch.get_num_threads()} threads"
+    where = (
+        torch.cuda.get_device_name(0) if args.device == "cuda" else f"{cpu_name()}, {torch.get_num_threads()} threads"
+    )
     print(f"torch {torch.__version__}, {where}, B={args.batch}, {args.dtype}, g={g.name}")
     header = (
         f"{'G':>4} {'closed form':>12} {'Algorithm 1':>12} {'speed-up':>9} "
@@ -128,7 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(
-                {"dtype": args.dtype, "device": args.device, "threads": torch.get_num_threads(), "rows": rows},
+                {
+                    "dtype": args.dtype,
+                    "device": args.device,
+                    "where": where,
+                    "threads": torch.get_num_threads(),
+                    "rows": rows,
+                },
                 f,
                 indent=2,
             )
