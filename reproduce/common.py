@@ -168,6 +168,11 @@ def is_extension(old: Any, new: Any, keys: tuple[str, ...]) -> bool:
     return bool(diff) and counts and len({new[k] > old[k] for k in diff}) == 1
 
 
+def _shrinks(old: Any, new: Any, keys: tuple[str, ...]) -> bool:
+    """`new` is `old` with fewer units (see `is_extension`): readable as its first units, not to be analysed there."""
+    return is_extension(old, new, keys) and not _grows(old, new, keys)
+
+
 def _grows(old: Any, new: Any, keys: tuple[str, ...]) -> bool:
     """`new` extends `old` (see `is_extension`) with every differing count larger."""
     return is_extension(old, new, keys) and all(new[k] > old[k] for k in _differing_keys(old, new))
@@ -186,8 +191,10 @@ class RunDir:
 
     `extend` names integer config keys that only say how many independent units (seeds) the run has: a config that
     differs from the recorded one in those keys alone opens the run too. With larger values the run grows (its
-    finished steps kept, config.json updated, the earlier values listed under "extended_from"); with smaller ones
-    it is read as the first units of the recorded run (config.json kept).
+    finished steps kept, config.json updated, the earlier values listed under "extended_from" with the software
+    versions of the units added then); with smaller ones it is read as the first units of the recorded run
+    (config.json kept; an experiment's command line refuses that, see `RunPlan.check`, since its analysis would
+    rewrite the larger run's results).
     """
 
     def __init__(self, path: str | Path, config: Any, overwrite: bool = False, extend: tuple[str, ...] = ()):
@@ -216,7 +223,8 @@ class RunDir:
             old, _ = _read_json(cfg_file)
             if _is_run_config(old) and _grows(old["config"], cfg, extend):
                 grown = {k: old["config"][k] for k in _differing_keys(old["config"], cfg)}
-                history = [*old.get("extended_from", []), {**grown, "at": time.strftime("%Y-%m-%d %H:%M:%S")}]
+                at = {"at": time.strftime("%Y-%m-%d %H:%M:%S"), "versions": versions()}  # of the units added now
+                history = [*old.get("extended_from", []), {**grown, **at}]
                 write_json(cfg_file, {**old, "config": cfg, "extended_from": history})
         self.record()
         _OPEN_RUNS.append(self)
@@ -562,6 +570,13 @@ class RunPlan:
         overrides = overrides or {"seeds": getattr(args, "seeds", None)}
         out = args.out or default_out(name, folder or label, **overrides)
         RunDir.check(out, config, args.overwrite, extend)
+        old, _ = _read_json(Path(out) / "config.json") if (Path(out) / "config.json").is_file() else (None, None)
+        if not args.overwrite and _is_run_config(old) and _shrinks(old["config"], _jsonable(config), extend):
+            counts = ", ".join(f"{k} {old['config'][k]}" for k in _differing_keys(old["config"], _jsonable(config)))
+            raise RunExistsError(
+                f"{out} holds a larger run ({counts}); a run of fewer would rewrite its results from fewer: ask for "
+                "the same counts (or more, to grow it), or choose another --out folder"
+            )
         dest = Path(figures) / name if args.publish else None
         if dest is not None:
             check_publish(dest, label, size, args.force_publish)

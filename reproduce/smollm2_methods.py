@@ -170,7 +170,8 @@ def stage_baseline_record(run: RunDir, base: RunDir) -> dict:
     """The baseline's config and step digests, kept with this run on first use; later calls refuse a changed one.
 
     A baseline grown by more seeds since (`evidence.EXTEND`) is the same baseline: its config may differ in the seed
-    count alone and steps may be added; every step kept must be unchanged."""
+    count alone and steps may be added (their digests are then added to the record); every step kept must be
+    unchanged."""
     from reproduce.common import RunExistsError, is_extension
 
     now = {"folder": str(base.path), "config": (base.path / "config.json").read_text(), "steps": baseline_digest(base)}
@@ -184,6 +185,10 @@ def stage_baseline_record(run: RunDir, base: RunDir) -> dict:
             f"the baseline run {base.path} changed since this run first used it ({', '.join(changed[:4]) or 'config'}"
             "): pass --overwrite to redo this run's method arms against it"
         )
+    added = {k: v for k, v in now["steps"].items() if k not in kept["steps"]}
+    if added:  # the grown baseline's new steps are pinned too from now on (the kept ones stay as first recorded)
+        kept = {**kept, "config": now["config"], "steps": {**kept["steps"], **added}}
+        run.save("baseline", kept)
     return kept
 
 

@@ -393,6 +393,23 @@ def test_files_of_a_killed_call_count_as_the_runs(tmp_path):
     assert not (out / "half_written.pt").exists()
 
 
+def test_an_experiment_refuses_fewer_seeds_in_a_larger_runs_folder(tmp_path):
+    """Its analysis would rewrite the larger run's results from fewer seeds; the same or more seeds are fine."""
+    import argparse
+
+    out = tmp_path / "run"
+    RunDir(out, {"a": 1, "seeds": 3}, extend=("seeds",)).close()
+
+    def plan(seeds: int, overwrite: bool = False):
+        args = argparse.Namespace(out=out, overwrite=overwrite, publish=False, force_publish=False, seeds=seeds)
+        return common.RunPlan.check(args, "x", "full", {"a": 1, "seeds": seeds}, {}, tmp_path, extend=("seeds",))
+
+    with pytest.raises(RunExistsError, match="holds a larger run \\(seeds 3\\)"):
+        plan(2)
+    assert plan(3).out == out and plan(5).out == out and plan(2, overwrite=True).out == out
+    assert json.loads((out / "config.json").read_text())["config"]["seeds"] == 3  # checks write nothing
+
+
 def test_a_run_grows_by_more_seeds_and_its_first_seeds_are_a_run(tmp_path):
     """With extend=("seeds",) a config differing in the seed count alone resumes the run; anything else is refused."""
     out = tmp_path / "run"
@@ -407,6 +424,9 @@ def test_a_run_grows_by_more_seeds_and_its_first_seeds_are_a_run(tmp_path):
     grown.close()
     record = json.loads((out / "config.json").read_text())
     assert record["config"] == {"a": 1, "seeds": 3} and [e["seeds"] for e in record["extended_from"]] == [2]
+    import torch
+
+    assert record["extended_from"][0]["versions"]["torch"] == torch.__version__
     first = RunDir(out, {"a": 1, "seeds": 2}, extend=("seeds",))  # its first two seeds: read, config kept
     assert first.done("rl_s0") and first.done("rl_s2")
     first.close()

@@ -127,7 +127,14 @@ def test_a_baseline_grown_by_more_seeds_is_the_same_baseline(tmp_path):
     kept = sm.stage_baseline_record(run, base)
     grown = RunDir(tmp_path / "base", {"b": 1, "seeds": 3}, extend=evidence.EXTEND)
     grown.save("rl_grpo_g6_s2", {"wall_s": 1.0})  # a new seed's step: added, not changed
-    assert sm.stage_baseline_record(run, grown) == kept
+    record = sm.stage_baseline_record(run, grown)
+    assert record["steps"]["rl_grpo_g6_s0"] == kept["steps"]["rl_grpo_g6_s0"]
+    assert set(record["steps"]) == {"rl_grpo_g6_s0", "rl_grpo_g6_s2"}  # the new seed is pinned from now on
+    assert json.loads(record["config"])["config"]["seeds"] == 3 and run.load("baseline") == record
+    grown.save("rl_grpo_g6_s2", {"wall_s": 3.0})  # the new seed's step changed after it was pinned
+    with pytest.raises(RunExistsError, match="changed since this run first used it.*rl_grpo_g6_s2"):
+        sm.stage_baseline_record(run, grown)
+    grown.save("rl_grpo_g6_s2", {"wall_s": 1.0})
     grown.save("rl_grpo_g6_s0", {"wall_s": 2.0})
     with pytest.raises(RunExistsError, match="changed since this run first used it.*rl_grpo_g6_s0"):
         sm.stage_baseline_record(run, grown)
