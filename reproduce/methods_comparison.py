@@ -61,7 +61,7 @@ the gap's CI lies above 0, refuted if at or below 0, inconclusive otherwise. Rep
 pass@1, pass@n and distinct minus GRPO's end point (the cost and the raw gain), the median seconds per step (per
 run, mean over seeds), the seconds the method's own code took per step, and the step-time ratio to GRPO only for
 arms timed alongside GRPO in one uninterrupted process (`comparison(timed_with_grpo=)`): a run resumed across
-sessions meets different machine load, so the published comparisons give the methods' own seconds and no ratio
+calls meets different machine load, so the published comparisons give the methods' own seconds and no ratio
 (interleaved overhead: `python -m reproduce overhead`). Regime check: GRPO's end minus the
 start in pass@n (when RL lowers pass@n, the start is on the frontier and "less RL" alone lies on it: the table says
 so).
@@ -720,7 +720,7 @@ def _execute(args: argparse.Namespace, prof: MethodsProfile, plan: RunPlan) -> i
         f"{prof.n_test} test problems x n={prof.eval_n}; RL {prof.rl_steps} steps x {prof.prompts_per_step} prompts "
         f"x G; start: tiny char-level LM after {prof.sft_steps} SFT steps."
     )
-    # Runs resume across calls and sessions under different load: no whole-step ratio to GRPO (see the docstring).
+    # Runs resume across calls under different load: no whole-step ratio to GRPO (see the docstring).
     files = analyse(run, prof, evals, sizes, setting, timed_with_grpo=())
     return plan.finish(run, t0, run.path / "summary.md", files)
 

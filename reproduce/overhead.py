@@ -452,7 +452,10 @@ def prepare(argv: list[str] | None = None) -> Callable[[], int]:
             raise ValueError(f"--steps must be >= 2 (the first step of every run is dropped), got {args.steps}")
         prof = replace(prof, steps=args.steps)
     if args.methods is not None:
-        prof = replace(prof, methods=tuple(args.methods))  # checked by OverheadProfile
+        extra = sorted(set(args.methods) - set(prof.methods))
+        if extra:
+            raise ValueError(f"--methods: {extra} not in the {args.profile} profile's methods {list(prof.methods)}")
+        prof = replace(prof, methods=tuple(args.methods))  # 'grpo' required, no repeats: checked by OverheadProfile
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"--device cuda: torch {torch.__version__} sees no CUDA device")
     label = args.profile if args.device == "cpu" else f"{args.profile}_cuda"

@@ -209,7 +209,7 @@ def test_contrasts_and_table_on_a_synthetic_frame(tmp_path):
     assert [line for line in text.splitlines() if line.startswith("| 2 | dqo |")][0].endswith("| 0.2500 | - |")
     assert "for arms timed alongside GRPO in one process" in text
     run.close()
-    con = mc.comparison(df, times, prof, timed_with_grpo=())  # runs resumed across sessions: no ratio at all
+    con = mc.comparison(df, times, prof, timed_with_grpo=())  # runs resumed across calls: no ratio at all
     assert not (con.claim == "step time over GRPO's").any()
     run = RunDir(tmp_path / "run4", {"t": 4})
     text = mc.summary_table(run, prof, con, times, {}, "Setting.").read_text()

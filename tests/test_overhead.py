@@ -179,6 +179,9 @@ def test_cli_runs_a_subset_of_the_methods_and_refuses_one_without_grpo(tmp_path,
     assert {r["method"] for r in json.loads((out / "summary.json").read_text())} == {"grpo"}
     assert cli(overhead.main, ["--profile", "smoke", "--methods", "setpo_hashed", "--out", str(tmp_path / "x")]) == 2
     assert "must include 'grpo'" in capsys.readouterr().err and not (tmp_path / "x").exists()
+    extra = ["--methods", "grpo", "setpo_minilm", "--out", str(tmp_path / "y")]
+    assert cli(overhead.main, ["--profile", "smoke", *extra]) == 2
+    assert "not in the smoke profile's methods" in capsys.readouterr().err and not (tmp_path / "y").exists()
 
 
 def gpu_check(*args: str, out: str) -> subprocess.CompletedProcess:
