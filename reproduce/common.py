@@ -414,6 +414,12 @@ def add_run_options(p: argparse.ArgumentParser, name: str) -> None:
     )
 
 
+def seeds_option(args: argparse.Namespace) -> str:
+    """`` --seeds N`` when the command line set it, else "": for the command a report names."""
+    seeds = getattr(args, "seeds", None)
+    return "" if seeds is None else f" --seeds {seeds}"
+
+
 def default_out(name: str, label: str, **overrides: Any) -> Path:
     """runs/<name>/<label>, with any command-line overrides in the folder name so they never meet the preset."""
     suffix = "".join(f"_{k}{v}" for k, v in overrides.items() if v is not None)

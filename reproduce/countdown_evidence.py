@@ -52,6 +52,7 @@ from reproduce.common import (
     RunDir,
     RunPlan,
     cpu_rl_args,
+    seeds_option,
     write_json,
 )
 from reproduce.countdown import CountdownProfile, stage_sft
@@ -304,7 +305,8 @@ def _execute(args: argparse.Namespace, prof, plan: RunPlan) -> int:
                 evals[(arm, G, seed, step)] = stage_eval(run, prof, ckpt, test, f"{name}_step{step}")
 
     setting = (
-        f"Command: `{COMMAND.format(profile=args.profile)}`. {prof.seeds} seeds per arm, paired by seed; "
+        f"Command: `{COMMAND.format(profile=args.profile)}{seeds_option(args)}`. "
+        f"{prof.seeds} seeds per arm, paired by seed; "
         f"{prof.n_test} test problems x n={prof.eval_n}; RL {prof.rl_steps} steps x {prof.prompts_per_step} prompts; "
         f"start: tiny char-level LM after {prof.sft_steps} SFT steps."
     )

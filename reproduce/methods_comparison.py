@@ -83,7 +83,7 @@ import torch
 from tqdm.auto import tqdm
 
 from reproduce import countdown_evidence, evidence
-from reproduce.common import RunDir, RunPlan, save_figure, write_json
+from reproduce.common import RunDir, RunPlan, save_figure, seeds_option, write_json
 from reproduce.countdown import stage_sft
 from reproduce.countdown_evidence import EvidenceProfile, answer_embedder, stage_data, stage_eval
 from reproduce.evidence import frontier_gaps, paired, per_problem_frame, results_frame, saved_steps, seeds_up
@@ -716,7 +716,8 @@ def _execute(args: argparse.Namespace, prof: MethodsProfile, plan: RunPlan) -> i
                 evals[(arm.name, G, seed, step)] = stage_eval(run, prof, ckpt, test, f"{name}_step{step}")
 
     setting = (
-        f"Command: `{COMMAND.format(profile=args.profile)}`. {prof.seeds} seeds per arm, paired by seed; "
+        f"Command: `{COMMAND.format(profile=args.profile)}{seeds_option(args)}`. "
+        f"{prof.seeds} seeds per arm, paired by seed; "
         f"{prof.n_test} test problems x n={prof.eval_n}; RL {prof.rl_steps} steps x {prof.prompts_per_step} prompts "
         f"x G; start: tiny char-level LM after {prof.sft_steps} SFT steps."
     )

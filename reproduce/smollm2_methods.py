@@ -51,7 +51,7 @@ from tqdm.auto import tqdm
 from reproduce import evidence
 from reproduce import methods_comparison as mc
 from reproduce import smollm2_primes as sp
-from reproduce.common import RunDir, RunPlan, write_json
+from reproduce.common import RunDir, RunPlan, seeds_option, write_json
 from reproduce.evidence import cached_eval
 from reproduce.smollm2 import load_policy, lora_config, sample, train_arm
 
@@ -270,7 +270,7 @@ def _execute(args: argparse.Namespace, prof: MethodsPrimesProfile, plan: RunPlan
 
     baseline_names = [a for a, _, _ in evidence.arms(base_prof)]
     controls = [a for a in baseline_names if a.startswith("placebo")]
-    seeds = "" if args.seeds is None else f" --seeds {args.seeds}"
+    seeds = seeds_option(args)
     setting = (
         f"Command: `{COMMAND.format(profile=args.profile)}{seeds}`; GRPO, SetPO and the placebo are the runs of "
         f"`{sp.COMMAND.format(profile=args.profile)}{seeds}` in `{record['folder']}`. SmolLM2-135M-Instruct with LoRA "

@@ -39,6 +39,7 @@ from reproduce import evidence
 from reproduce.common import (
     RunDir,
     RunPlan,
+    seeds_option,
 )
 from reproduce.evidence import (
     analyse,
@@ -196,7 +197,8 @@ def _execute(args: argparse.Namespace, prof, plan: RunPlan) -> int:
     evals = stage_arms(run, prof)
 
     setting = (
-        f"Command: `{COMMAND.format(profile=args.profile)}`. SmolLM2-135M-Instruct with LoRA r {prof.lora_r}; "
+        f"Command: `{COMMAND.format(profile=args.profile)}{seeds_option(args)}`. "
+        f"SmolLM2-135M-Instruct with LoRA r {prof.lora_r}; "
         f"{prof.seeds} seeds per arm, paired by seed; {prof.n_test} test windows x n={prof.eval_n}; RL "
         f"{prof.rl_steps} steps x {prof.prompts_per_step} prompts, lr {prof.rl_lr:g}."
     )
