@@ -1,6 +1,7 @@
 """Does SetPO beat GRPO's frontier and a placebo? Countdown with a tiny LM, paired over seeds.
 
-    python -m reproduce countdown_evidence --profile quick|full [--seeds N] [--out DIR] [--overwrite] [--publish]
+    python -m reproduce countdown_evidence --profile quick|full|replication [--seeds N] [--out DIR] [--overwrite]
+        [--publish]
 
 Design (fixed before the runs; the profile sets the sizes)
 * Start: a tiny char-level LM (setpo.tiny) given a supervised warm-up on biased solutions (1000 steps: starts
@@ -12,7 +13,9 @@ Design (fixed before the runs; the profile sets the sizes)
   GRPO; SetPO+GRPO with lambda set every step so that mean|lambda s| / mean|A_bar| = r for r in `ratios`;
   a placebo at r = `placebo_ratio` (the same credits permuted across groups: same size, no diversity signal).
 * Kernel: hashed character n-grams of the <answer> expression in canonical form modulo commutativity.
-* G = 7 (main) and G = 3 (replication) in the full profile.
+* G = 7 (main) and G = 3 (replication) in the full profile. The ``replication`` profile is the full profile's
+  G = 7 arms at r = 0.3 (GRPO, SetPO, placebo) alone: for re-testing the main claims from a start trained
+  elsewhere (the SFT start differs across CPUs; see the README), same decision rule.
 * GRPO's frontier: GRPO checkpoints at `frontier_points` evenly spaced steps (step 0 = the start) are evaluated
   like every arm's end point; per seed they trace a (pass@1, pass@n) path.
 * Evaluation: n samples per test problem at the paper's decoding (T 0.5, top-p 0.9) and at T 1.0 (Table 3).
@@ -147,6 +150,7 @@ PROFILES = {
         frontier_points=5, eval_n=64,
     ),
 }  # fmt: skip
+PROFILES["replication"] = replace(PROFILES["full"], group_sizes=(7,), ratios=(0.3,))
 
 
 # --------------------------------------------------------------------------- stages
