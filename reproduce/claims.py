@@ -42,22 +42,33 @@ _PLACEBO = "The gain comes from the diversity signal (pass@n minus a placebo wit
 _DISTINCT = "SetPO keeps more distinct correct answers than GRPO (Table 3's width, per problem)"
 _GAPO = "GAPO's frequency reward spreads valid answers more evenly than GRPO, beyond less RL (uniformity frontier)"
 
+#: The Countdown design re-run from an SFT start trained on another CPU (countdown_evidence --profile replication,
+#: its files copied to paper_figures/countdown_replication by hand: the profile publishes nowhere of its own).
+REPLICATION = "countdown_replication"
+
 CLAIMS = [
     Claim(_SETPO_K, "countdown_evidence", 7, "T1_p1", "setpo_r0.3 lies above GRPO's frontier", "pass@64 gap"),
     Claim(_SETPO_K, "countdown_evidence", 7, "T0.5_p0.9", "setpo_r0.3 lies above GRPO's frontier", "pass@64 gap"),
     Claim(_SETPO_K, "countdown_evidence", 3, "T1_p1", "setpo_r0.3 lies above GRPO's frontier", "pass@64 gap"),
     Claim(_SETPO_K, "countdown_evidence", 3, "T0.5_p0.9", "setpo_r0.3 lies above GRPO's frontier", "pass@64 gap"),
+    Claim(_SETPO_K, REPLICATION, 7, "T1_p1", "setpo_r0.3 lies above GRPO's frontier", "pass@64 gap"),
+    Claim(_SETPO_K, REPLICATION, 7, "T0.5_p0.9", "setpo_r0.3 lies above GRPO's frontier", "pass@64 gap"),
     Claim(_SETPO_K, "smollm2_primes", 6, "T1_p1", "setpo_r0.3 lies above GRPO's frontier", "pass@32 gap"),
     Claim(_SETPO_K, "smollm2_primes", 6, "T0.5_p0.9", "setpo_r0.3 lies above GRPO's frontier", "pass@32 gap"),
     Claim(_SETPO_1, "countdown_evidence", 7, "T1_p1", "setpo_r0.3 minus GRPO end point", "pass@1"),
     Claim(_SETPO_1, "countdown_evidence", 7, "T0.5_p0.9", "setpo_r0.3 minus GRPO end point", "pass@1"),
+    Claim(_SETPO_1, REPLICATION, 7, "T1_p1", "setpo_r0.3 minus GRPO end point", "pass@1"),
+    Claim(_SETPO_1, REPLICATION, 7, "T0.5_p0.9", "setpo_r0.3 minus GRPO end point", "pass@1"),
     Claim(_SETPO_1, "smollm2_primes", 6, "T1_p1", "setpo_r0.3 minus GRPO end point", "pass@1"),
     Claim(_SETPO_1, "smollm2_primes", 6, "T0.5_p0.9", "setpo_r0.3 minus GRPO end point", "pass@1"),
     Claim(_PLACEBO, "countdown_evidence", 7, "T1_p1", "setpo_r0.3 beats placebo_r0.3", "pass@64"),
     Claim(_PLACEBO, "countdown_evidence", 7, "T0.5_p0.9", "setpo_r0.3 beats placebo_r0.3", "pass@64"),
+    Claim(_PLACEBO, REPLICATION, 7, "T1_p1", "setpo_r0.3 beats placebo_r0.3", "pass@64"),
+    Claim(_PLACEBO, REPLICATION, 7, "T0.5_p0.9", "setpo_r0.3 beats placebo_r0.3", "pass@64"),
     Claim(_PLACEBO, "smollm2_primes", 6, "T1_p1", "setpo_r0.3 beats placebo_r0.3", "pass@32"),
     Claim(_PLACEBO, "smollm2_primes", 6, "T0.5_p0.9", "setpo_r0.3 beats placebo_r0.3", "pass@32"),
     Claim(_DISTINCT, "countdown_evidence", 7, "T1_p1", "setpo_r0.3 minus GRPO end point", "distinct"),
+    Claim(_DISTINCT, REPLICATION, 7, "T1_p1", "setpo_r0.3 minus GRPO end point", "distinct"),
     Claim(_DISTINCT, "smollm2_primes", 6, "T1_p1", "setpo_r0.3 minus GRPO end point", "distinct"),
     Claim(_DISTINCT, "smollm2_primes", 6, "T0.5_p0.9", "setpo_r0.3 minus GRPO end point", "distinct"),
     Claim(_GAPO, "smollm2_lists", 16, "T1_p1", "gapo lies above GRPO's frontier", "uniformity gap"),
@@ -104,7 +115,9 @@ def render(figures: Path = PAPER_FIGURES) -> str:
         "GRPO's frontier is at the maximum 1); confirmed (CI above 0), refuted (CI at or below 0), inconclusive; "
         "untestable when every seed's frontier is at the maximum. GRPO's frontier at a pass@1 x: the most pass@n "
         "its checkpoints (joined by straight lines) reach at pass@1 >= x. "
-        "Command of each experiment: `python -m reproduce EXPERIMENT --profile full`. With 5 seeds the exact "
+        "Command of each experiment: `python -m reproduce EXPERIMENT --profile full`; countdown_replication is "
+        "`python -m reproduce countdown_evidence --profile replication`, the G = 7 arms from an SFT start trained on "
+        "another CPU (`paper_figures/countdown_replication/NOTES.md`). With 5 seeds the exact "
         "sign-flip p cannot go below 0.0625 (10 seeds: 0.002). Tiny models and "
         "SmolLM2-135M on a CPU: the mechanism at small scale, not the paper's numbers.",
         "",
