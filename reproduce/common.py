@@ -168,11 +168,6 @@ def is_extension(old: Any, new: Any, keys: tuple[str, ...]) -> bool:
     return bool(diff) and counts and len({new[k] > old[k] for k in diff}) == 1
 
 
-def _shrinks(old: Any, new: Any, keys: tuple[str, ...]) -> bool:
-    """`new` is `old` with fewer units (see `is_extension`): readable as its first units, not to be analysed there."""
-    return is_extension(old, new, keys) and not _grows(old, new, keys)
-
-
 def _grows(old: Any, new: Any, keys: tuple[str, ...]) -> bool:
     """`new` extends `old` (see `is_extension`) with every differing count larger."""
     return is_extension(old, new, keys) and all(new[k] > old[k] for k in _differing_keys(old, new))
@@ -193,8 +188,8 @@ class RunDir:
     differs from the recorded one in those keys alone opens the run too. With larger values the run grows (its
     finished steps kept, config.json updated, the earlier values listed under "extended_from" with the software
     versions of the units added then); with smaller ones it is read as the first units of the recorded run
-    (config.json kept; an experiment's command line refuses that, see `RunPlan.check`, since its analysis would
-    rewrite the larger run's results).
+    (config.json kept; ``check(..., fewer=False)``, as an experiment's command line uses it, refuses that, since
+    its analysis would rewrite the larger run's results).
     """
 
     def __init__(self, path: str | Path, config: Any, overwrite: bool = False, extend: tuple[str, ...] = ()):
@@ -230,10 +225,14 @@ class RunDir:
         _OPEN_RUNS.append(self)
 
     @staticmethod
-    def check(path: str | Path, config: Any, overwrite: bool = False, extend: tuple[str, ...] = ()) -> dict | None:
+    def check(
+        path: str | Path, config: Any, overwrite: bool = False, extend: tuple[str, ...] = (), fewer: bool = True
+    ) -> dict | None:
         """Raise `RunExistsError` when a run with `config` may not start in `path`; return its file list, if any.
 
-        Writes nothing, so every experiment of ``reproduce quick`` can be checked before the first one runs.
+        ``fewer=False`` also refuses a config with smaller `extend` counts than the recorded run (reading its first
+        units is fine, analysing them in its folder would rewrite its results). Writes nothing, so every experiment
+        of ``reproduce quick`` can be checked before the first one runs.
         """
         path = check_out_dir(path)
         cfg = _jsonable(config)
@@ -250,7 +249,13 @@ class RunDir:
                 )
             if not damage and _is_run_config(old) and old["config"] != cfg and not overwrite:
                 if is_extension(old["config"], cfg, extend):
-                    return manifest
+                    if fewer or _grows(old["config"], cfg, extend):
+                        return manifest
+                    counts = ", ".join(f"{k} {old['config'][k]}" for k in _differing_keys(old["config"], cfg))
+                    raise RunExistsError(
+                        f"{path} holds a larger run ({counts}); a run of fewer would rewrite its results from fewer: "
+                        "ask for the same counts (or more, to grow it), or choose another --out folder"
+                    )
                 keys = ", ".join(_differing_keys(old["config"], cfg)[:6])
                 raise RunExistsError(
                     f"{path} holds a run with a different config (differs in: {keys}); pass --overwrite to delete "
@@ -575,14 +580,7 @@ class RunPlan:
         any publish to `figures`/<name> checked; writes nothing. `overrides` default to --seeds."""
         overrides = overrides or {"seeds": getattr(args, "seeds", None)}
         out = args.out or default_out(name, folder or label, **overrides)
-        RunDir.check(out, config, args.overwrite, extend)
-        old, _ = _read_json(Path(out) / "config.json") if (Path(out) / "config.json").is_file() else (None, None)
-        if not args.overwrite and _is_run_config(old) and _shrinks(old["config"], _jsonable(config), extend):
-            counts = ", ".join(f"{k} {old['config'][k]}" for k in _differing_keys(old["config"], _jsonable(config)))
-            raise RunExistsError(
-                f"{out} holds a larger run ({counts}); a run of fewer would rewrite its results from fewer: ask for "
-                "the same counts (or more, to grow it), or choose another --out folder"
-            )
+        RunDir.check(out, config, args.overwrite, extend, fewer=False)  # its analysis writes into `out`
         dest = Path(figures) / name if args.publish else None
         if dest is not None:
             check_publish(dest, label, size, args.force_publish)
