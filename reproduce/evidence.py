@@ -18,8 +18,23 @@ from typing import Any
 import numpy as np
 
 from reproduce.common import PAPER_FIGURES, Parser, RunDir, RunPlan, UsageError, experiment_parser, save_figure
-from reproduce.stats import bootstrap_ci, frontier_at, sign_flip_pvalue, verdict
+from reproduce.contrast import (
+    ProblemTable,
+    apply_rule,
+    contrast_row,
+    end_diff,
+    fmt_ci,
+    fmt_p,
+    fmt_rel,
+    frontier_gap,
+    frontier_values,
+    minus,
+    per_seed_values,
+)
+from reproduce.stats import bootstrap_ci
 
+#: GRPO's end point at T 1.0 is a reference for an arm sampled at the paper's decoding (sampling hotter is a GRPO knob)
+OTHER_DECODING = {"T0.5_p0.9": "T1_p1"}
 #: gzip with a fixed timestamp, so the same counts give the same bytes
 GZIP = {"method": "gzip", "mtime": 0}
 
@@ -73,64 +88,100 @@ def results_frame(prof: Any, evals: dict):
     return pd.DataFrame(rows)
 
 
-def paired(G: int, decoding: str, claim: str, metric: str, diffs, decides: bool = True,
-           at_ceiling: int | None = None) -> dict:  # fmt: skip
-    """One contrast row: mean paired difference, 95% bootstrap CI, sign-flip p, seeds up, and the verdict when the
-    contrast is one of the decision rule's claims (descriptive contrasts such as the pass@1 cost get none).
-
-    ``at_ceiling``: for a frontier gap, the seeds whose frontier sits at the metric's maximum 1 (no gap above 0
-    possible there); every seed at the ceiling makes the claim untestable rather than refuted."""
-    mean, lo, hi = bootstrap_ci(diffs)
-    row = {"G": G, "decoding": decoding, "claim": claim, "metric": metric, "mean": mean, "lo": lo, "hi": hi,
-           "p_signflip": sign_flip_pvalue(diffs), "seeds_up": int(np.sum(np.asarray(diffs) > 0)),
-           "seeds": len(diffs), "verdict": verdict(lo, hi, at_ceiling == len(diffs)) if decides else "-"}  # fmt: skip
-    if at_ceiling is not None:
-        row["at_ceiling"] = at_ceiling
-    return row
+#: The declared families of the SetPO-vs-GRPO experiments; Holm's step-down runs within each, over every G and
+#: decoding of one experiment. Each decided claim names the smallest gain it calls useful (`stats.decide`).
+FAMILIES = {
+    "frontier": "every SetPO arm lies above GRPO's frontier at pass@(n/2)",
+    "placebo": "SetPO beats the placebo of the same credit size at pass@(n/2)",
+    "regime": "GRPO raises pass@(n/2) over its start",
+}
+MIN_EFFECT = {"frontier": 0.02, "placebo": 0.02}
 
 
-def frontier_gaps(grpo, start, end, seeds, x: str, y: str) -> tuple[list[float], int]:
-    """Per seed, an arm's ``y`` minus GRPO's frontier (`frontier_at`, through the start and that seed's GRPO
-    checkpoints, rows of ``grpo``) at the arm's ``x``; and how many seeds have that frontier at y's maximum 1."""
-    gaps, ceiling = [], 0
+def decision_k(eval_n: int) -> int:
+    """The decision metric's k: n/2 of the n evaluation samples, so that pass@k is not one Bernoulli per problem."""
+    return max(1, eval_n // 2)
+
+
+def report_ks(eval_n: int) -> list[int]:
+    """Every k in 2..n/2 of the form 2^j, at which the frontier gap is reported (at k = 1 it is never above 0)."""
+    return [2**j for j in range(1, eval_n.bit_length()) if 2**j <= decision_k(eval_n)]
+
+
+def frontier_paths(table: ProblemTable, G: int, dec: str, seeds: list, rl_steps: int, start: tuple) -> list[list]:
+    """Per seed, GRPO's frontier points: the start, then that seed's GRPO checkpoints and end point."""
+    paths = []
     for s in seeds:
-        path = grpo[grpo.seed == s]
-        f = frontier_at([(start[x], start[y])] + list(zip(path[x], path[y])), end.loc[s, x])
-        gaps.append(float(end.loc[s, y] - f))
-        ceiling += int(f >= 1.0)
-    return gaps, ceiling
+        steps = sorted(k[3] for k in table.columns if k[0] == "grpo" and k[1] == G and k[2] == s and k[4] == dec)
+        paths.append([start] + [("grpo", G, s, st, dec) for st in steps if st <= rl_steps])
+    return paths
 
 
-def contrasts(df, prof: Any):
-    """Every pre-registered contrast (module docstring) per G and decoding, paired by seed."""
+def contrasts(per_problem, arm_names: list[str], rl_steps: int, placebo_ratio: float | None = None,
+              other_decoding: dict[str, str] | None = None):  # fmt: skip
+    """Every contrast of the SetPO-vs-GRPO experiments, per G and decoding, from the per-problem counts.
+
+    ``arm_names``: GRPO first, then the SetPO arms and the placebo (``placebo_r<ratio>``). ``other_decoding`` maps a
+    decoding to another whose GRPO end point is a reference too (GRPO sampled hotter: a GRPO knob beside less RL)."""
     import pandas as pd
 
-    kmax = f"pass@{prof.eval_n}"
-    r = f"{prof.placebo_ratio:g}"
+    table = ProblemTable.from_counts(per_problem)
+    P = table.n_problems
+    n = int(per_problem.n.max())
+    K = f"pass@{decision_k(n)}"
+    r = None if placebo_ratio is None else f"{placebo_ratio:g}"
     out = []
-    for G in prof.group_sizes:
-        for dec in df.decoding.unique():
-            d = df[(df.G == G) & (df.decoding == dec)]
-            end = {a: d[(d.arm == a) & (d.step == prof.rl_steps)].set_index("seed") for a, _, _ in arms(prof)}
-            start = df[(df.arm == "start") & (df.decoding == dec)].iloc[0]
-            seeds = sorted(end["grpo"].index)
-
-            def diff(a: str, b: str, metric: str, end=end, seeds=seeds) -> list[float]:
-                return [end[a].loc[s, metric] - end[b].loc[s, metric] for s in seeds]
-
-            regime = [end["grpo"].loc[s, kmax] - start[kmax] for s in seeds]
-            out.append(paired(G, dec, "GRPO raises pass@n over its start (regime check)", kmax, regime))
-            for arm, _, _ in arms(prof)[1:]:
-                gaps, top = frontier_gaps(d[d.arm == "grpo"], start, end[arm], seeds, "pass@1", kmax)
-                out.append(paired(G, dec, f"{arm} lies above GRPO's frontier", f"{kmax} gap", gaps, at_ceiling=top))
-                for metric in ("pass@1", kmax, "distinct"):
-                    diffs = diff(arm, "grpo", metric)
-                    out.append(paired(G, dec, f"{arm} minus GRPO end point", metric, diffs, decides=False))
-            for metric in ("pass@1", kmax, "distinct"):
-                claim = f"setpo_r{r} beats placebo_r{r}"
-                diffs = diff(f"setpo_r{r}", f"placebo_r{r}", metric)
-                out.append(paired(G, dec, claim, metric, diffs, decides=metric == kmax))
-    return pd.DataFrame(out)
+    for G in sorted(g for g in per_problem.G.unique() if g != 0):
+        for dec in sorted(per_problem.decoding.unique()):
+            start = ("start", 0, -1, 0, dec)
+            seeds = sorted(k[2] for k in table.columns if k[:2] == ("grpo", G) and k[3] == rl_steps and k[4] == dec)
+            if not seeds:
+                continue
+            end = {a: [(a, G, s, rl_steps, dec) for s in seeds] for a in arm_names}
+            paths = frontier_paths(table, G, dec, seeds, rl_steps, start)
+            row = dict(G=G, decoding=dec)  # noqa: C408
+            out.append(contrast_row(end_diff(table, end["grpo"], [start] * len(seeds), K), P, family="regime",
+                                    base=per_seed_values(table, [start] * len(seeds), K), arm="grpo",
+                                    claim="GRPO raises pass@n over its start (regime check)", metric=K, **row))  # fmt: skip
+            for arm in arm_names[1:]:
+                control = arm.startswith("placebo")
+                for k in [decision_k(n)] + [k for k in report_ks(n) if k != decision_k(n)]:
+                    y = f"pass@{k}"
+                    gap = frontier_gap(table, paths, end[arm], "pass@1", y)
+                    front = frontier_values(table, paths, end[arm], "pass@1", y)
+                    decides = y == K and not control
+                    out.append(contrast_row(gap, P, family="frontier" if decides else None, arm=arm,
+                                            min_effect=MIN_EFFECT["frontier"] if decides else None, base=front,
+                                            ceiling=front, claim=f"{arm} lies above GRPO's frontier",
+                                            metric=f"{y} gap", **row))  # fmt: skip
+                for metric in ("pass@1", K, "distinct"):
+                    out.append(contrast_row(end_diff(table, end[arm], end["grpo"], metric), P, arm=arm,
+                                            base=per_seed_values(table, end["grpo"], metric),
+                                            claim=f"{arm} minus GRPO end point", metric=metric, **row))  # fmt: skip
+                alt = (other_decoding or {}).get(dec)
+                if alt and not control:
+                    hot = [("grpo", G, s, rl_steps, alt) for s in seeds]
+                    if all(table.has(k) for k in hot):
+                        for metric in ("pass@1", K):
+                            out.append(contrast_row(end_diff(table, end[arm], hot, metric), P, arm=arm,
+                                                    base=per_seed_values(table, hot, metric), metric=metric,
+                                                    claim=f"{arm} minus GRPO end point sampled at {alt}", **row))  # fmt: skip
+            if r is None or f"placebo_r{r}" not in arm_names:
+                continue
+            setpo, placebo = end[f"setpo_r{r}"], end[f"placebo_r{r}"]
+            claim = f"setpo_r{r} beats placebo_r{r}"
+            for metric in ("pass@1", K, "distinct"):
+                decides = metric == K
+                out.append(contrast_row(end_diff(table, setpo, placebo, metric), P, arm=f"setpo_r{r}",
+                                        family="placebo" if decides else None,
+                                        min_effect=MIN_EFFECT["placebo"] if decides else None,
+                                        base=per_seed_values(table, placebo, metric), claim=claim, metric=metric,
+                                        **row))  # fmt: skip
+            matched = minus(frontier_gap(table, paths, setpo, "pass@1", K),
+                            frontier_gap(table, paths, placebo, "pass@1", K))  # fmt: skip
+            out.append(contrast_row(matched, P, arm=f"setpo_r{r}", claim=f"{claim} at matched pass@1",
+                                    metric=f"{K} gap minus placebo's", **row))  # fmt: skip
+    return pd.DataFrame(apply_rule(out))
 
 
 def figure_frontier(run: RunDir, prof: Any, df) -> Path:
@@ -171,30 +222,47 @@ def figure_frontier(run: RunDir, prof: Any, df) -> Path:
 
 
 def seeds_up(row: dict) -> str:
-    """'up/seeds' of a contrast row, with the seeds at the ceiling when a frontier gap has any."""
+    """'up/n' of a contrast row, with the seeds at the ceiling when a frontier gap has any."""
     top = row.get("at_ceiling")
     top = 0 if top is None or top != top else int(top)  # NaN: not a frontier gap
-    return f"{row['seeds_up']}/{row['seeds']}" + (f" ({top} at ceiling)" if top else "")
+    return f"{row['seeds_up']}/{row['n']}" + (f" ({top} at ceiling)" if top else "")
+
+
+RULE = (
+    "Each row: the mean paired difference over seeds; its relative size (over the reference's mean) with the "
+    "Student-t CI's; the Student-t 95% CI; the exact two-sided sign-flip p; Holm's step-down p within the row's "
+    "declared family (`reproduce.evidence.FAMILIES`; its size in brackets); the 95% bootstrap interval that "
+    "resamples seeds and test problems together; seeds with a positive difference. Verdict (`reproduce.stats`): "
+    "confirmed when the Holm p < 0.05 and both intervals lie above 0; refuted when the same holds below 0, or when "
+    "both intervals end below the claim's minimum useful effect; too few seeds when the exact test cannot reach "
+    "0.05 in the family; no difference when every gap is 0; '-' for descriptive rows. Frontier gaps name the seeds "
+    "where GRPO's frontier is at the maximum 1."
+)
+
+
+def summary_lines(con) -> list[str]:
+    """The markdown table of a contrasts frame (one line per contrast)."""
+    lines = ["| G | decoding | claim | metric | n | mean | relative | t 95% CI | p | Holm p (family) | "
+             "seeds x problems CI | seeds up | verdict |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in con.to_dict("records"):
+        holm = "-" if not r["family"] else f"{fmt_p(r['p_holm'])} ({r['family']}, {r['family_size']})"
+        verdict = r["verdict"] + (f" ({r['reason']})" if r.get("reason") else "")
+        lines.append(f"| {r['G']} | {r['decoding']} | {r['claim']} | {r['metric']} | {r['n']} | {r['mean']:+.4f} | "
+                     f"{fmt_rel(r)} | {fmt_ci(r['t_lo'], r['t_hi'], 4)} | {fmt_p(r['p_exact'])} | {holm} | "
+                     f"{fmt_ci(r['boot_lo'], r['boot_hi'], 4)} | {seeds_up(r)} | {verdict} |")  # fmt: skip
+    return lines
+
+
+def write_summary(folder: Path, con, title: str, setting: str) -> Path:
+    """summary.md in ``folder``: the title, the setting (command and sizes), the rule, and the table."""
+    path = Path(folder) / "summary.md"
+    path.write_text("\n".join([f"# {title}", "", f"{setting} {RULE}", "", *summary_lines(con)]) + "\n")
+    return path
 
 
 def summary_table(run: RunDir, con, title: str, setting: str) -> Path:
-    """Markdown: one line per contrast with its CI, p-value and verdict; ``setting`` names the command and sizes."""
-    lines = [
-        f"# {title}",
-        "",
-        f"{setting} Mean paired difference [95% bootstrap CI], exact sign-flip p, seeds with a positive difference. "
-        "Verdict: confirmed (CI above 0), refuted (CI at or below 0), inconclusive; '-' for descriptive contrasts. "
-        "Frontier gaps name the seeds where GRPO's frontier is at the metric's maximum 1 (no arm can lie above it).",
-        "",
-        "| G | decoding | claim | metric | mean [95% CI] | p | seeds up | verdict |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in con.itertuples():
-        lines.append(f"| {r.G} | {r.decoding} | {r.claim} | {r.metric} | {r.mean:+.4f} [{r.lo:+.4f}, {r.hi:+.4f}] | "
-                     f"{r.p_signflip:.3f} | {seeds_up(r._asdict())} | {r.verdict} |")  # fmt: skip
-    path = run.path / "summary.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    """`write_summary` into the run folder."""
+    return write_summary(run.path, con, title, setting)
 
 
 def per_problem_frame(evals: dict):
@@ -216,7 +284,8 @@ def analyse(run: RunDir, prof: Any, evals: dict, title: str, setting: str) -> li
     df = results_frame(prof, evals)
     df.to_csv(run.path / "results.csv", index=False)
     per_problem_frame(evals).to_csv(run.path / "per_problem.csv.gz", index=False, compression=GZIP)
-    con = contrasts(df, prof)
+    con = contrasts(per_problem_frame(evals), [a for a, _, _ in arms(prof)], prof.rl_steps, prof.placebo_ratio,
+                    OTHER_DECODING)  # fmt: skip
     con.to_csv(run.path / "contrasts.csv", index=False)
     return [figure_frontier(run, prof, df), summary_table(run, con, title, setting), run.path / "results.csv",
             run.path / "per_problem.csv.gz", run.path / "contrasts.csv"]  # fmt: skip

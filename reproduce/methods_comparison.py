@@ -86,8 +86,19 @@ from reproduce import countdown_evidence, evidence
 from reproduce.common import RunDir, RunPlan, save_figure, seeds_option, write_json
 from reproduce.countdown import stage_sft
 from reproduce.countdown_evidence import EvidenceProfile, answer_embedder, stage_data, stage_eval
-from reproduce.evidence import frontier_gaps, paired, per_problem_frame, results_frame, saved_steps, seeds_up
-from reproduce.stats import bootstrap_ci, holm_adjust
+from reproduce.contrast import (
+    ProblemTable,
+    apply_rule,
+    contrast_row,
+    end_diff,
+    fmt_ci,
+    fmt_p,
+    frontier_gap,
+    frontier_values,
+    per_seed_values,
+)
+from reproduce.evidence import per_problem_frame, results_frame, saved_steps, seeds_up
+from reproduce.stats import bootstrap_ci
 from setpo.tasks.countdown import (
     CountdownProblem,
     canonical,
@@ -478,9 +489,15 @@ def step_times(load: Callable[[str], dict], prof: Any, names: Sequence[str]):
     return pd.DataFrame(rows)
 
 
-def comparison(df, times, prof: Any, names: Sequence[str] | None = None, controls: Sequence[str] = (),
+#: Declared family: at each G and decoding, every method (controls left out) lies above GRPO's frontier at
+#: pass@(n/2); Holm's step-down runs over the methods of one decoding. Minimum useful gap: 0.02.
+FAMILY, MIN_EFFECT = "methods at {dec}", 0.02
+
+
+def comparison(per_problem, times, prof: Any, names: Sequence[str] | None = None, controls: Sequence[str] = (),
                timed_with_grpo: Sequence[str] | None = None):  # fmt: skip
-    """The pre-registered contrasts (module docstring) per G and decoding, paired by seed, with Holm-adjusted p.
+    """The pre-registered contrasts (module docstring) per G and decoding from the per-problem counts, paired by seed,
+    with Holm's adjustment over the methods of one decoding and the verdicts of `reproduce.stats.decide`.
 
     ``names``: the arms compared, GRPO first (default: the profile's ``arms``); ``controls`` (e.g. a placebo) get
     the same contrasts but stay out of the Holm family of the methods. ``timed_with_grpo``: the arms whose step
@@ -489,38 +506,38 @@ def comparison(df, times, prof: Any, names: Sequence[str] | None = None, control
 
     names = list(names or prof.arms)
     timed = set(names if timed_with_grpo is None else timed_with_grpo)
-    kmax = f"pass@{prof.eval_n}"
+    table = ProblemTable.from_counts(per_problem)
+    P, K = table.n_problems, f"pass@{evidence.decision_k(prof.eval_n)}"
     out = []
     for G in prof.group_sizes:
-        for dec in df.decoding.unique():
-            d = df[(df.G == G) & (df.decoding == dec)]
-            end = {a: d[(d.arm == a) & (d.step == prof.rl_steps)].set_index("seed") for a in names}
-            start = df[(df.arm == "start") & (df.decoding == dec)].iloc[0]
-            seeds = sorted(end["grpo"].index)
-            regime = [end["grpo"].loc[s, kmax] - start[kmax] for s in seeds]
-            out.append({**paired(G, dec, "GRPO raises pass@n over its start (regime check)", kmax, regime),
-                        "arm": "grpo"})  # fmt: skip
+        for dec in sorted(per_problem.decoding.unique()):
+            start = ("start", 0, -1, 0, dec)
+            seeds = sorted(k[2] for k in table.columns if k[:2] == ("grpo", G) and k[3] == prof.rl_steps
+                           and k[4] == dec)  # fmt: skip
+            end = {a: [(a, G, s, prof.rl_steps, dec) for s in seeds] for a in names}
+            paths = evidence.frontier_paths(table, G, dec, seeds, prof.rl_steps, start)
+            row = {"G": G, "decoding": dec}
+            out.append(contrast_row(end_diff(table, end["grpo"], [start] * len(seeds), K), P, arm="grpo", family="regime",
+                                    base=per_seed_values(table, [start] * len(seeds), K),
+                                    claim="GRPO raises pass@n over its start (regime check)", metric=K, **row))  # fmt: skip
             for arm in names[1:]:
-                a = end[arm]
-                gaps, top = frontier_gaps(d[d.arm == "grpo"], start, a, seeds, "pass@1", kmax)
-                out.append({**paired(G, dec, "lies above GRPO's frontier", f"{kmax} gap", gaps, at_ceiling=top),
-                            "arm": arm})  # fmt: skip
-                for metric in ("pass@1", kmax, "distinct"):
-                    diffs = [a.loc[s, metric] - end["grpo"].loc[s, metric] for s in seeds]
-                    out.append({**paired(G, dec, "minus GRPO end point", metric, diffs, decides=False),
-                                "arm": arm})  # fmt: skip
+                front = frontier_values(table, paths, end[arm], "pass@1", K)
+                decides = arm not in controls
+                out.append(contrast_row(frontier_gap(table, paths, end[arm], "pass@1", K), P, arm=arm,
+                                        family=FAMILY.format(dec=dec) if decides else None, base=front,
+                                        min_effect=MIN_EFFECT if decides else None, ceiling=front,
+                                        claim="lies above GRPO's frontier", metric=f"{K} gap", **row))  # fmt: skip
+                for metric in ("pass@1", K, "distinct"):
+                    out.append(contrast_row(end_diff(table, end[arm], end["grpo"], metric), P, arm=arm,
+                                            base=per_seed_values(table, end["grpo"], metric),
+                                            claim="minus GRPO end point", metric=metric, **row))  # fmt: skip
                 if arm not in timed:
                     continue
                 t = times[times.G == G].pivot(index="seed", columns="arm", values="step_time_s")
-                ratio = [t.loc[s, arm] / t.loc[s, "grpo"] - 1 for s in seeds]
-                out.append({**paired(G, dec, "step time over GRPO's", "relative", ratio, decides=False),
-                            "arm": arm})  # fmt: skip
-    con = pd.DataFrame(out)
-    con["p_holm"] = np.nan
-    family = con[(con.claim == "lies above GRPO's frontier") & ~con.arm.isin(list(controls))]
-    for (_, _), idx in family.groupby(["G", "decoding"]).groups.items():
-        con.loc[idx, "p_holm"] = holm_adjust(con.loc[idx, "p_signflip"].tolist())
-    return con
+                ratio = np.array([t.loc[s, arm] / t.loc[s, "grpo"] - 1 for s in seeds])
+                out.append(contrast_row(lambda w, r=ratio: np.tile(r, (len(w), 1)), P, arm=arm,
+                                        claim="step time over GRPO's", metric="relative", **row))  # fmt: skip
+    return pd.DataFrame(apply_rule(out))
 
 
 def figure(run: RunDir, prof: Any, df, names: Sequence[str] | None = None, report: Report = COUNTDOWN) -> Path:
@@ -597,14 +614,14 @@ def term_sizes_text(sizes: dict) -> str:
 
 
 def _ci(r) -> str:
-    return f"{r['mean']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}]"
+    return f"{r['mean']:+.3f} {fmt_ci(r['t_lo'], r['t_hi'])}"
 
 
-def summary_table(run: RunDir, prof: Any, con, times, sizes: dict, setting: str, report: Report = COUNTDOWN,
+def summary_table(folder: Path, prof: Any, con, times, sizes: dict, setting: str, report: Report = COUNTDOWN,
                   controls: Sequence[str] = ()) -> Path:  # fmt: skip
     """Markdown: per decoding, one line per method (frontier gap, verdict, pass@1 cost, distinct, time), ranked;
     the ``controls`` below them."""
-    kmax = f"pass@{prof.eval_n}"
+    kmax = f"pass@{evidence.decision_k(prof.eval_n)}"
     mean_t = times.groupby("arm")["step_time_s"].mean()  # mean over seeds of each run's median
     added = times.groupby("arm")["added_s"].mean()
     ratio_note = (
@@ -617,37 +634,25 @@ def summary_table(run: RunDir, prof: Any, con, times, sizes: dict, setting: str,
     lines = [
         f"# Diversity methods vs GRPO's frontier ({report.task})",
         "",
-        f"{setting} Mean paired difference over seeds [95% bootstrap CI]; p: exact sign-flip, Holm-adjusted over the "
-        "methods of one decoding. Verdict on the frontier gap: confirmed (CI above 0), refuted (CI at or below 0), "
-        f"inconclusive. {report.note} s/step: each run's median TRL step time, mean over seeds; method s/step: the "
+        f"{setting} Mean paired difference over seeds [Student-t 95% CI]; p: exact two-sided sign-flip (Holm's "
+        "step-down over the methods of one decoding); seeds x problems: the 95% bootstrap interval resampling seeds "
+        "and test problems together. Verdict on the frontier gap at pass@(n/2) (`reproduce.stats.decide`): confirmed "
+        "when the Holm p < 0.05 and both intervals lie above 0; refuted when the same holds below 0, or both intervals "
+        f"end below the minimum useful gap {MIN_EFFECT}; too few seeds when the exact test cannot reach 0.05 over the "
+        f"family; inconclusive otherwise. {report.note} s/step: each run's median TRL step time, mean over seeds; method s/step: the "
         f"same for the time the method's own code took inside the step (logged by the trainer; - where none runs); "
         f"{ratio_note}",
         "",
     ]
-    if prof.seeds < 5:
-        note = (
-            f"With {prof.seeds} seeds a bootstrap CI is the range of the seeds' values and the smallest sign-flip p "
-            f"is {2 / 2**prof.seeds:.3g}: these verdicts check the pipeline, they are not evidence."
-        )
-        lines += [note, ""]
-    n_methods = con[(con.claim == "lies above GRPO's frontier") & ~con.arm.isin(list(controls))].groupby(
-        ["G", "decoding"]).size().max()  # fmt: skip
-    if prof.seeds >= 5 and min(1.0, n_methods * 2 / 2**prof.seeds) > 0.05:
-        lines += [
-            f"With {prof.seeds} seeds the smallest sign-flip p is {2 / 2**prof.seeds:.3g}, and Holm's adjustment over "
-            f"{n_methods} methods keeps it above 0.05: the p column cannot show a result here. The verdicts read each "
-            "method's own 95% CI, not adjusted for the number of methods.",
-            "",
-        ]
     for (G, dec), c in con.groupby(["G", "decoding"], sort=False):
         regime = c[c.arm == "grpo"].iloc[0]
         lines += [f"## G = {G}, decoding {dec}", ""]
-        note = "" if regime["lo"] > 0 else " — RL did not raise pass@n here: the start is on the frontier"
+        note = "" if regime["t_lo"] > 0 else " — RL did not raise pass@n here: the start is on the frontier"
         lines += [f"Regime check, GRPO end minus start, {kmax}: {_ci(regime)}{note}.", ""]
         lines += [
-            f"| rank | method | {kmax} gap above GRPO's frontier | p (Holm) | seeds up | verdict | pass@1 - GRPO | "
-            f"{kmax} - GRPO | distinct - GRPO | s/step | method s/step | step time vs GRPO |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            f"| rank | method | {kmax} gap above GRPO's frontier | p (Holm) | seeds x problems | seeds up | verdict | "
+            f"pass@1 - GRPO | {kmax} - GRPO | distinct - GRPO | s/step | method s/step | step time vs GRPO |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         gaps = c[c.claim == "lies above GRPO's frontier"].sort_values("mean", ascending=False)
         ranked = gaps[~gaps.arm.isin(list(controls))].to_dict("records")
@@ -658,16 +663,20 @@ def summary_table(run: RunDir, prof: Any, con, times, sizes: dict, setting: str,
             t = c[(c.arm == g["arm"]) & (c.claim == "step time over GRPO's")]
             ratio = f"{t.iloc[0]['mean']:+.0%}" if len(t) else "-"
             lines.append(
-                f"| {rank} | {g['arm']} | {_ci(g)} | {g['p_signflip']:.3f} ({_p(g['p_holm'])}) | "
-                f"{seeds_up(g)} | {g['verdict']} | {_ci(rows.loc['pass@1'])} | {_ci(rows.loc[kmax])} | "
+                f"| {rank} | {g['arm']} | {_ci(g)} | {fmt_p(g['p_exact'])} ({_p(g['p_holm'])}) | "
+                f"{fmt_ci(g['boot_lo'], g['boot_hi'])} | {seeds_up(g)} | {_verdict(g)} | {_ci(rows.loc['pass@1'])} | {_ci(rows.loc[kmax])} | "
                 f"{_ci(rows.loc['distinct'])} | {mean_t[g['arm']]:.3f} | {_seconds(added.get(g['arm']))} | {ratio} |"
             )
-        lines.append(f"| - | grpo | 0 (the frontier) | - | - | - | - | - | - | {mean_t['grpo']:.3f} | - | - |")
+        lines.append(f"| - | grpo | 0 (the frontier) | - | - | - | - | - | - | - | {mean_t['grpo']:.3f} | - | - |")
         lines.append("")
     lines += [term_sizes_text(sizes), "", report.caveats]
-    path = run.path / "summary.md"
+    path = Path(folder) / "summary.md"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def _verdict(g: dict) -> str:
+    return g["verdict"] + (f" ({g['reason']})" if g.get("reason") else "")
 
 
 def analyse(run: RunDir, prof: Any, evals: dict, sizes: dict, setting: str, names: Sequence[str] | None = None,
@@ -683,10 +692,10 @@ def analyse(run: RunDir, prof: Any, evals: dict, sizes: dict, setting: str, name
     per_problem_frame(evals).to_csv(run.path / "per_problem.csv.gz", index=False, compression=evidence.GZIP)
     times = step_times(load or run.load, prof, names)
     times.to_csv(run.path / "timing.csv", index=False)
-    con = comparison(df, times, prof, names, controls, timed_with_grpo)
+    con = comparison(per_problem_frame(evals), times, prof, names, controls, timed_with_grpo)
     con.to_csv(run.path / "contrasts.csv", index=False)
     return [figure(run, prof, df, names, report),
-            summary_table(run, prof, con, times, sizes, setting, report, controls),
+            summary_table(run.path, prof, con, times, sizes, setting, report, controls),
             run.path / "results.csv",
             run.path / "per_problem.csv.gz", run.path / "timing.csv", run.path / "contrasts.csv",
             run.path / "term_sizes.json"]  # fmt: skip

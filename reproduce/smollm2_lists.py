@@ -45,11 +45,20 @@ from tqdm.auto import tqdm
 
 from reproduce import evidence
 from reproduce.common import RunDir, RunPlan, save_figure
-from reproduce.evidence import cached_eval, checkpoint_steps, frontier_gaps, paired, summary_table
+from reproduce.contrast import (
+    ProblemTable,
+    apply_rule,
+    contrast_row,
+    end_diff,
+    frontier_gap,
+    frontier_values,
+    per_seed_values,
+)
+from reproduce.evidence import cached_eval, checkpoint_steps, summary_table
 from reproduce.smollm2 import load_policy, sample, train_arm
 from reproduce.stats import bootstrap_ci
 from setpo.integrations.trl import gapo_reward_func
-from setpo.metrics.diversity import js_to_uniform
+from setpo.metrics.diversity import js_divergence, js_to_uniform
 from setpo.tasks.list_selection import VOCABULARY, extract_answer, is_valid, validity_reward
 
 NAME = "smollm2_lists"
@@ -197,31 +206,76 @@ def per_list_frame(evals: dict):
     return pd.DataFrame(rows)
 
 
-def contrasts(df, prof: ListsProfile):
-    """The pre-registered contrasts (module docstring), paired by seed."""
+def list_table(per_list) -> ProblemTable:
+    """Per test list, the decided metrics of every evaluated model, from per_list.csv.gz: validity, uniformity
+    (1 - JS to uniform over the TEST_SIZE listed items, valid answers only; 0 when none is valid), js_valid and
+    distinct valid items. Keyed like the counts tables: (arm, G, seed, step, "T1_p1")."""
+    cols: dict[tuple, dict[str, list[float]]] = {}
+    sizes = set()
+    for (arm, seed, step), g in per_list.groupby(["arm", "seed", "step"], sort=False):
+        col: dict[str, list[float]] = {"validity": [], "js_valid": [], "distinct": []}
+        for _, lst in g.groupby("list", sort=True):
+            counts = lst[lst.item != INVALID]["count"].to_numpy(dtype=float)
+            col["validity"].append(float(lst[lst.item == INVALID]["validity"].iloc[0]))
+            col["distinct"].append(float(len(counts)))
+            if counts.sum() == 0:
+                col["js_valid"].append(1.0)  # no valid answer: as far from uniform as it gets (list_metrics)
+                continue
+            p = np.concatenate([counts, np.zeros(TEST_SIZE - len(counts))]) / counts.sum()
+            col["js_valid"].append(js_divergence(p, np.full(TEST_SIZE, 1.0 / TEST_SIZE)))
+        key = (str(arm), 16 if arm != "start" else 0, int(seed), int(step), "T1_p1")
+        cols[key] = {k: np.asarray(v) for k, v in col.items()}
+        cols[key]["uniformity"] = 1.0 - cols[key]["js_valid"]
+        sizes.add(len(col["validity"]))
+    if len(sizes) != 1:
+        raise ValueError(f"every evaluated model needs the same test lists, got sizes {sorted(sizes)}")
+    return ProblemTable(cols, sizes.pop())
+
+
+INVALID = "<invalid or none>"
+#: Declared families: GAPO's frontier claim alone, and SetPO beats the placebo (uniformity); minimum useful gap 0.02.
+FAMILIES = {"gapo frontier": "gapo", "setpo frontier": "setpo", "placebo": "placebo"}
+MIN_EFFECT = 0.02
+
+
+def contrasts(per_list, prof: ListsProfile):
+    """The pre-registered contrasts (module docstring) from the per-list counts, paired by seed, with the verdicts
+    of `reproduce.stats.decide` (lists resampled with the seeds)."""
     import pandas as pd
 
-    end = {a: df[(df.arm == a) & (df.step == prof.rl_steps)].set_index("seed") for a, *_ in arms(prof)}
-    start = df[df.arm == "start"].iloc[0]
-    seeds = sorted(end["grpo"].index)
-    dec = "T1_p1"
-    out = [paired(prof.group_size, dec, "GRPO raises validity over its start (regime check)", "validity",
-                  [end["grpo"].loc[s, "validity"] - start["validity"] for s in seeds]),
-           paired(prof.group_size, dec, "GRPO narrows: JS over valid answers up from its start", "js_valid",
-                  [end["grpo"].loc[s, "js_valid"] - start["js_valid"] for s in seeds])]  # fmt: skip
+    table = list_table(per_list)
+    P, G, dec = table.n_problems, prof.group_size, "T1_p1"
+    steps = prof.rl_steps
+    seeds = sorted(k[2] for k in table.columns if k[0] == "grpo" and k[3] == steps)
+    start = [("start", 0, -1, 0, dec)] * len(seeds)
+    end = {a: [(a, 16, s, steps, dec) for s in seeds] for a, *_ in arms(prof)}
+    paths = [[start[0]] + sorted((k for k in table.columns if k[0] == "grpo" and k[2] == s), key=lambda k: k[3])
+             for s in seeds]  # fmt: skip
+    row = {"G": G, "decoding": dec}
+    out = [contrast_row(end_diff(table, end["grpo"], start, "validity"), P, family="regime validity", arm="grpo",
+                        base=per_seed_values(table, start, "validity"), metric="validity",
+                        claim="GRPO raises validity over its start (regime check)", **row),
+           contrast_row(end_diff(table, end["grpo"], start, "js_valid"), P, family="regime narrows", arm="grpo",
+                        base=per_seed_values(table, start, "js_valid"), metric="js_valid",
+                        claim="GRPO narrows: JS over valid answers up from its start", **row)]  # fmt: skip
     for arm, *_ in arms(prof)[1:]:
-        gaps, top = frontier_gaps(df[df.arm == "grpo"], start, end[arm], seeds, "validity", "uniformity")
-        out.append(paired(prof.group_size, dec, f"{arm} lies above GRPO's frontier", "uniformity gap", gaps,
-                          at_ceiling=top))  # fmt: skip
-        for metric in METRICS:
-            diffs = [end[arm].loc[s, metric] - end["grpo"].loc[s, metric] for s in seeds]
-            out.append(paired(prof.group_size, dec, f"{arm} minus GRPO end point", metric, diffs, decides=False))
+        front = frontier_values(table, paths, end[arm], "validity", "uniformity")
+        fam = None if arm.startswith("placebo") else f"{arm.split('_')[0]} frontier"
+        out.append(contrast_row(frontier_gap(table, paths, end[arm], "validity", "uniformity"), P, family=fam,
+                                min_effect=MIN_EFFECT if fam else None, base=front, ceiling=front, arm=arm,
+                                claim=f"{arm} lies above GRPO's frontier", metric="uniformity gap", **row))  # fmt: skip
+        for metric in ("validity", "uniformity", "js_valid", "distinct"):
+            out.append(contrast_row(end_diff(table, end[arm], end["grpo"], metric), P, arm=arm,
+                                    base=per_seed_values(table, end["grpo"], metric),
+                                    claim=f"{arm} minus GRPO end point", metric=metric, **row))  # fmt: skip
     r = f"{prof.ratio:g}"
-    for metric in METRICS:
-        diffs = [end[f"setpo_r{r}"].loc[s, metric] - end[f"placebo_r{r}"].loc[s, metric] for s in seeds]
-        claim = f"setpo_r{r} beats placebo_r{r}"
-        out.append(paired(prof.group_size, dec, claim, metric, diffs, decides=metric == "uniformity"))
-    return pd.DataFrame(out)
+    for metric in ("validity", "uniformity", "js_valid", "distinct"):
+        a, b = end[f"setpo_r{r}"], end[f"placebo_r{r}"]
+        fam = "placebo" if metric == "uniformity" else None
+        out.append(contrast_row(end_diff(table, a, b, metric), P, family=fam, min_effect=MIN_EFFECT if fam else None,
+                                base=per_seed_values(table, b, metric), arm=f"setpo_r{r}",
+                                claim=f"setpo_r{r} beats placebo_r{r}", metric=metric, **row))  # fmt: skip
+    return pd.DataFrame(apply_rule(out))
 
 
 def figure(run: RunDir, prof: ListsProfile, df) -> Path:

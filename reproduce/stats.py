@@ -1,11 +1,37 @@
-"""Statistics over seeds for paired comparisons: bootstrap CIs, the sign-flip test and a frontier along a trajectory."""
+"""The decision rule behind every published verdict: paired differences over seeds, the exact sign-flip test with
+Holm's step-down over a declared family, a Student-t interval, and a bootstrap that resamples seeds and test
+problems together; plus GRPO's frontier along a trajectory.
+
+A claim says that a paired difference (an arm minus its reference, per seed) is above 0. Its verdict:
+
+* **confirmed**: the Holm-adjusted exact p < `ALPHA`, the Student-t 95% CI lies above 0, and the seeds x problems
+  bootstrap interval lies above 0 (all three);
+* **refuted**: the same standard in the opposite direction; or, for a claim of a useful gain with a declared
+  minimum effect, both intervals end below that effect ("refuted (below the minimum effect)");
+* **no difference**: every paired difference is exactly 0 (never "refuted");
+* **too few seeds**: the exact test cannot reach `ALPHA` with this many seeds in this family, so neither
+  "confirmed" nor a test-based "refuted" can be printed;
+* **untestable (at ceiling)**: the reference sits at the metric's maximum on every seed;
+* **inconclusive** otherwise.
+"""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
+
+#: Family-wise error rate of every verdict.
+ALPHA = 0.05
+#: Seeds up to which the sign-flip test enumerates all 2^n sign patterns (Monte Carlo beyond).
+EXACT_MAX_SEEDS = 20
+#: Resamples of the seeds x problems bootstrap.
+N_BOOT = 4000
+
+CONFIRMED, REFUTED, INCONCLUSIVE = "confirmed", "refuted", "inconclusive"
+NO_DIFFERENCE, BELOW_MIN = "no difference", "refuted (below the minimum effect)"
+TOO_FEW, CEILING = "too few seeds", "untestable (at ceiling)"
 
 
 def _diffs(diffs: Sequence[float]) -> np.ndarray:
@@ -17,8 +43,73 @@ def _diffs(diffs: Sequence[float]) -> np.ndarray:
     return d
 
 
+def _sign_sums(d: np.ndarray) -> np.ndarray:
+    """The sum of s * d over all 2^n sign vectors s, by meeting in the middle (2^(n/2) x 2^(n/2) outer sum)."""
+    half = d.size // 2
+
+    def sums(part: np.ndarray) -> np.ndarray:
+        if part.size == 0:
+            return np.zeros(1)
+        signs = np.array(list(itertools.product((-1.0, 1.0), repeat=part.size)))
+        return signs @ part
+
+    return (sums(d[:half])[:, None] + sums(d[half:])[None, :]).ravel()
+
+
+def sign_flip_pvalue(diffs: Sequence[float], n_mc: int = 200_000, seed: int = 0) -> float:
+    """Two-sided p of the paired sign-flip (permutation) test of mean 0: P(|sum s d| >= |sum d|), s uniform on {+-1}^n.
+
+    Exact (all 2^n patterns) up to `EXACT_MAX_SEEDS` seeds; beyond, ``n_mc`` random patterns with the (b + 1) / (m + 1)
+    correction, which never gives 0.
+    """
+    d = _diffs(diffs)
+    observed = abs(d.sum())
+    tol = 1e-9 * max(1.0, float(np.abs(d).sum()))  # ties in floating point: equal sums count as extreme
+    if d.size <= EXACT_MAX_SEEDS:
+        return float(np.mean(np.abs(_sign_sums(d)) >= observed - tol))
+    signs = np.random.default_rng(seed).choice((-1.0, 1.0), size=(n_mc, d.size))
+    hits = int(np.sum(np.abs(signs @ d) >= observed - tol))
+    return (hits + 1) / (n_mc + 1)
+
+
+def exact_floor(n: int) -> float:
+    """The smallest two-sided p the exact sign-flip test can give with n seeds: 2 / 2^n (all of one sign)."""
+    if n < 1:
+        raise ValueError(f"need at least one seed, got {n}")
+    return min(1.0, 2.0 / 2**n)
+
+
+def min_seeds(family_size: int = 1, alpha: float = ALPHA) -> int:
+    """The fewest seeds with which a family of ``family_size`` exact tests can reach Holm-adjusted p < ``alpha``."""
+    n = 1
+    while family_size * exact_floor(n) >= alpha:
+        n += 1
+    return n
+
+
+def t_interval(diffs: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """The Student-t CI of the mean paired difference (scipy's ``ttest_1samp(...).confidence_interval``).
+
+    No spread (all differences equal) gives the degenerate interval at the mean; one seed gives (-inf, inf).
+    """
+    from scipy import stats
+
+    d = _diffs(diffs)
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if d.size < 2:
+        return -np.inf, np.inf
+    if np.all(d == d[0]):
+        return float(d[0]), float(d[0])
+    ci = stats.ttest_1samp(d, 0.0).confidence_interval(level)
+    return float(ci.low), float(ci.high)
+
+
 def bootstrap_ci(diffs: Sequence[float], level: float = 0.95, n_boot: int = 20_000, seed: int = 0) -> tuple:
-    """(mean, lo, hi): the mean of the paired differences and its percentile bootstrap CI over seeds."""
+    """(mean, lo, hi): the mean of the paired differences and its percentile bootstrap CI over seeds alone.
+
+    Descriptive (the error bars of the figures); verdicts use `decide`.
+    """
     d = _diffs(diffs)
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
@@ -28,19 +119,32 @@ def bootstrap_ci(diffs: Sequence[float], level: float = 0.95, n_boot: int = 20_0
     return float(d.mean()), float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
 
 
-def sign_flip_pvalue(diffs: Sequence[float], n_mc: int = 100_000, seed: int = 0) -> float:
-    """Two-sided p-value of the paired sign-flip (permutation) test of mean difference 0.
+def problem_weights(n_problems: int, n_boot: int = N_BOOT, seed: int = 0) -> np.ndarray:
+    """(1 + n_boot, P) weights over test problems: row 0 uniform (the data), then multinomial resamples / P."""
+    if n_problems < 1:
+        raise ValueError(f"need at least one test problem, got {n_problems}")
+    rng = np.random.default_rng(seed)
+    w = rng.multinomial(n_problems, np.full(n_problems, 1.0 / n_problems), size=n_boot) / n_problems
+    return np.vstack([np.full((1, n_problems), 1.0 / n_problems), w])
 
-    Exact (all 2^n sign patterns) for n <= 16 seeds, Monte Carlo with ``n_mc`` draws beyond.
+
+def seeds_problems_ci(per_seed: Callable[[np.ndarray], np.ndarray], n_seeds: int, n_problems: int,
+                      level: float = 0.95, n_boot: int = N_BOOT, seed: int = 0) -> tuple[float, float]:  # fmt: skip
+    """Percentile CI of the mean paired difference when seeds and test problems are both resampled.
+
+    ``per_seed(W)`` maps problem weights ``W`` (B, P) (each row sums to 1; a metric is ``W @ per-problem values``) to
+    the paired differences (B, S). Every arm, seed and checkpoint of one resample shares its problem weights, and the
+    seeds are drawn once per resample as pairs, so pairing is kept. The same ``seed`` gives the same resamples to
+    every contrast.
     """
-    d = _diffs(diffs)
-    observed = abs(d.mean())
-    if d.size <= 16:
-        signs = np.array(list(itertools.product((-1.0, 1.0), repeat=d.size)))
-    else:
-        signs = np.random.default_rng(seed).choice((-1.0, 1.0), size=(n_mc, d.size))
-    null = np.abs((signs * d).mean(axis=1))
-    return float(np.mean(null >= observed - 1e-12))
+    w = problem_weights(n_problems, n_boot, seed)[1:]
+    d = np.asarray(per_seed(w), dtype=np.float64)
+    if d.shape != (n_boot, n_seeds):
+        raise ValueError(f"per_seed returned shape {d.shape}, expected {(n_boot, n_seeds)}")
+    idx = np.random.default_rng(seed + 1).integers(0, n_seeds, size=(n_boot, n_seeds))
+    means = np.take_along_axis(d, idx, axis=1).mean(axis=1)
+    alpha = (1 - level) / 2
+    return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
 
 
 def frontier_at(points: Sequence[tuple[float, float]], x: float) -> float:
@@ -67,23 +171,31 @@ def frontier_at(points: Sequence[tuple[float, float]], x: float) -> float:
     return max([curve] + [b for a, b in merged.items() if a >= x])
 
 
-def verdict(lo: float, hi: float, untestable: bool = False) -> str:
-    """ "confirmed" when the CI lies above 0, "refuted" when it lies at or below 0, "inconclusive" otherwise;
-    "untestable (at ceiling)" when ``untestable`` (the reference sits at the metric's maximum on every seed, so no
-    difference above 0 was possible)."""
-    if untestable:
-        return "untestable (at ceiling)"
-    if lo > 0:
-        return "confirmed"
-    if hi <= 0:
-        return "refuted"
-    return "inconclusive"
+def frontier_batch(xs: np.ndarray, ys: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """`frontier_at` for B trajectories at once: ``xs``, ``ys`` (B, P) points, ``x`` (B,) -> (B,)."""
+    xs, ys, x = (np.asarray(a, dtype=np.float64) for a in (xs, ys, x))
+    if xs.ndim != 2 or xs.shape != ys.shape or x.shape != xs.shape[:1] or xs.shape[1] == 0:
+        raise ValueError(f"need xs, ys of one shape (B, P >= 1) and x of shape (B,), got {xs.shape}, {ys.shape}, "
+                         f"{x.shape}")  # fmt: skip
+    order = np.lexsort((ys, xs), axis=-1)  # by x, ties by y: the last of equal x holds their largest y
+    xs, ys = np.take_along_axis(xs, order, -1), np.take_along_axis(ys, order, -1)
+    xc = x[:, None]
+    beyond = np.where(xs >= xc, ys, -np.inf).max(axis=1)  # vertices at x' >= x
+    # the curve at x: the segment [x_j, x_j+1) holding x, flat beyond the ends
+    left, right = xs[:, :-1], xs[:, 1:]
+    inside = (left <= xc) & (xc < right)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        seg = ys[:, :-1] + (ys[:, 1:] - ys[:, :-1]) * (xc - left) / (right - left)
+    curve = np.where(inside, seg, -np.inf).max(axis=1) if xs.shape[1] > 1 else np.full(x.shape, -np.inf)
+    curve = np.where(x < xs[:, 0], ys[:, 0], curve)
+    curve = np.where(x >= xs[:, -1], ys[:, -1], curve)
+    return np.maximum(curve, beyond)
 
 
 def holm_adjust(pvalues: Sequence[float]) -> list[float]:
     """Holm's step-down adjusted p-values (Holm 1979): p_(i) * (m - i + 1), running maximum, capped at 1.
 
-    Controls the family-wise error when several methods are each tested against one baseline.
+    Controls the family-wise error over the claims of one declared family.
     """
     p = np.asarray(pvalues, dtype=np.float64)
     if p.ndim != 1 or p.size == 0:
@@ -96,3 +208,37 @@ def holm_adjust(pvalues: Sequence[float]) -> list[float]:
     out = np.empty(m)
     out[order] = np.minimum(stepped, 1.0)
     return out.tolist()
+
+
+def decide(diffs: Sequence[float], p_holm: float, t_ci: tuple[float, float], boot_ci: tuple[float, float],
+           family_size: int, min_effect: float | None = None, at_ceiling: bool = False) -> str:  # fmt: skip
+    """The verdict on "the paired difference is above 0" (module docstring), from the Holm-adjusted exact p, the
+    t-CI and the seeds x problems interval; ``min_effect`` is the smallest gain the claim calls useful."""
+    d = _diffs(diffs)
+    if at_ceiling:
+        return CEILING
+    if np.all(d == 0):
+        return NO_DIFFERENCE
+    (t_lo, t_hi), (b_lo, b_hi) = t_ci, boot_ci
+    testable = family_size * exact_floor(d.size) < ALPHA
+    if testable and p_holm < ALPHA and t_lo > 0 and b_lo > 0:
+        return CONFIRMED
+    if testable and p_holm < ALPHA and t_hi < 0 and b_hi < 0:
+        return REFUTED
+    if min_effect is not None and t_hi < min_effect and b_hi < min_effect:
+        return BELOW_MIN
+    if not testable:
+        return TOO_FEW
+    return INCONCLUSIVE
+
+
+def why(verdict: str, n: int, family_size: int) -> str:
+    """A short reason printed beside a verdict that is not a test outcome."""
+    if verdict == TOO_FEW:
+        return (f"{n} seeds in a family of {family_size}: the exact test's smallest Holm p is "
+                f"{min(1.0, family_size * exact_floor(n)):.4f} >= {ALPHA}; {min_seeds(family_size)} seeds needed")  # fmt: skip
+    if verdict == NO_DIFFERENCE:
+        return "every paired difference is exactly 0"
+    if verdict == CEILING:
+        return "the reference is at the metric's maximum on every seed"
+    return ""
