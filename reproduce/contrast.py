@@ -145,8 +145,8 @@ def apply_rule(rows: list[dict]) -> list[dict]:
             top = r.get("at_ceiling")
             at_ceiling = top is not None and top == top and int(top) == r["n"]
             me = r["min_effect"]
-            v = stats.decide(r["_diffs"], p, (r["t_lo"], r["t_hi"]), (r["boot_lo"], r["boot_hi"]), len(idx),
-                             None if me != me else me, at_ceiling)  # fmt: skip
+            v = stats.decide(r["n"], p, (r["t_lo"], r["t_hi"]), (r["boot_lo"], r["boot_hi"]), len(idx),
+                             None if me != me else me, at_ceiling, not np.any(r["_diffs"]))  # fmt: skip
             r.update(p_holm=p, family_size=len(idx), verdict=v, reason=stats.why(v, r["n"], len(idx)))
     for r in out:
         r.pop("_diffs")

@@ -4,7 +4,8 @@
         [--publish]
 
 Design (fixed before the runs; the profile sets the sizes)
-* Start: a tiny char-level LM (setpo.tiny) given a supervised warm-up on biased solutions (1000 steps: starts
+* Start: the shipped Countdown start (`reproduce.starts`, the default; ``start="train"`` trains one here with the
+  same recipe): a tiny char-level LM (setpo.tiny) given a supervised warm-up on biased solutions (1000 steps: starts
   trained for 250-800 steps were too weak for GRPO to improve at any k in a one-seed calibration), from which
   GRPO raises pass@1; the regime check below says whether it also raises pass@k at large k.
 * Data: 3 numbers in 1..9, targets <= 30; train problems with >= 2 solutions; held-out test problems with
@@ -110,8 +111,13 @@ class EvidenceProfile:
     eval_n: int = 16
     decodings: tuple[tuple[float, float], ...] = ((0.5, 0.9), (1.0, 1.0))  # (temperature, top_p)
     eval_batch_size: int = 1024
+    #: "shipped": the Countdown start of `reproduce.starts` (the default); "train": one trained here with the SFT
+    #: fields above (the start differs across CPUs, so results from a trained start are that start's)
+    start: str = "shipped"
 
     def __post_init__(self):
+        if self.start not in ("shipped", "train"):
+            raise ValueError(f"start must be 'shipped' or 'train', got {self.start!r}")
         for name in ("n_train", "n_test", "sft_steps", "rl_steps", "prompts_per_step", "eval_n", "seeds"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -142,7 +148,7 @@ PROFILES = {
     "smoke": EvidenceProfile(
         n_train=40, n_test=4, hidden_size=16, num_layers=1, num_heads=2, sft_per_problem=1, sft_steps=4,
         group_sizes=(3,), seeds=2, rl_steps=2, prompts_per_step=2, frontier_points=2, max_completion_length=8,
-        eval_n=4, decodings=((1.0, 1.0),), ratios=(0.3,),
+        eval_n=4, decodings=((1.0, 1.0),), ratios=(0.3,), start="train",
     ),
     "quick": EvidenceProfile(),
     "full": EvidenceProfile(
@@ -186,6 +192,16 @@ def stage_data(run: RunDir, prof: EvidenceProfile) -> tuple[list[CountdownProble
             write_json(run.path / f"{split}.json", rows)
         run.save("data", {"n_train": len(train), "n_test": len(test), "pool": len(pool), "rich": len(rich)})
     return load_problems(run.path / "train.json"), load_problems(run.path / "test.json")
+
+
+def stage_start(run: RunDir, prof: EvidenceProfile, train: list[CountdownProblem]) -> Path:
+    """The start model: the shipped Countdown start (checked against its checksum and the profile's data and model),
+    or, with ``start="train"``, one trained here with the profile's SFT recipe."""
+    if prof.start == "shipped":
+        from reproduce.starts import countdown_start
+
+        return countdown_start(prof)
+    return stage_sft(run, prof.sft_profile(), train)
 
 
 def stage_rl(run: RunDir, prof: EvidenceProfile, sft: Path, train, arm: str, ratio: float, placebo: bool, G: int,
@@ -296,7 +312,7 @@ def _execute(args: argparse.Namespace, prof, plan: RunPlan) -> int:
     t0 = time.perf_counter()
 
     train, test = stage_data(run, prof)
-    sft = stage_sft(run, prof.sft_profile(), train)
+    sft = stage_start(run, prof, train)
     evals = {("start", 0, -1, 0): stage_eval(run, prof, sft, test, "start")}
     grid = [(G, s, a) for G in prof.group_sizes for s in range(prof.seeds) for a in arms(prof)]
     for G, seed, (arm, ratio, placebo) in tqdm(grid, desc=NAME, unit="run"):

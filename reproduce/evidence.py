@@ -15,8 +15,6 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from reproduce.common import PAPER_FIGURES, Parser, RunDir, RunPlan, UsageError, experiment_parser, save_figure
 from reproduce.contrast import (
     ProblemTable,
@@ -140,9 +138,10 @@ def contrasts(per_problem, arm_names: list[str], rl_steps: int, placebo_ratio: f
             end = {a: [(a, G, s, rl_steps, dec) for s in seeds] for a in arm_names}
             paths = frontier_paths(table, G, dec, seeds, rl_steps, start)
             row = dict(G=G, decoding=dec)  # noqa: C408
+            regime = "GRPO raises pass@n over its start (regime check)"
             out.append(contrast_row(end_diff(table, end["grpo"], [start] * len(seeds), K), P, family="regime",
-                                    base=per_seed_values(table, [start] * len(seeds), K), arm="grpo",
-                                    claim="GRPO raises pass@n over its start (regime check)", metric=K, **row))  # fmt: skip
+                                    base=per_seed_values(table, [start] * len(seeds), K), arm="grpo", claim=regime,
+                                    metric=K, **row))  # fmt: skip
             for arm in arm_names[1:]:
                 control = arm.startswith("placebo")
                 for k in [decision_k(n)] + [k for k in report_ks(n) if k != decision_k(n)]:
@@ -163,9 +162,10 @@ def contrasts(per_problem, arm_names: list[str], rl_steps: int, placebo_ratio: f
                     hot = [("grpo", G, s, rl_steps, alt) for s in seeds]
                     if all(table.has(k) for k in hot):
                         for metric in ("pass@1", K):
+                            hotter = f"{arm} minus GRPO end point sampled at {alt}"
                             out.append(contrast_row(end_diff(table, end[arm], hot, metric), P, arm=arm,
                                                     base=per_seed_values(table, hot, metric), metric=metric,
-                                                    claim=f"{arm} minus GRPO end point sampled at {alt}", **row))  # fmt: skip
+                                                    claim=hotter, **row))  # fmt: skip
             if r is None or f"placebo_r{r}" not in arm_names:
                 continue
             setpo, placebo = end[f"setpo_r{r}"], end[f"placebo_r{r}"]
@@ -242,8 +242,11 @@ RULE = (
 
 def summary_lines(con) -> list[str]:
     """The markdown table of a contrasts frame (one line per contrast)."""
-    lines = ["| G | decoding | claim | metric | n | mean | relative | t 95% CI | p | Holm p (family) | "
-             "seeds x problems CI | seeds up | verdict |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| G | decoding | claim | metric | n | mean | relative | t 95% CI | p | Holm p (family) | "
+        "seeds x problems CI | seeds up | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in con.to_dict("records"):
         holm = "-" if not r["family"] else f"{fmt_p(r['p_holm'])} ({r['family']}, {r['family_size']})"
         verdict = r["verdict"] + (f" ({r['reason']})" if r.get("reason") else "")

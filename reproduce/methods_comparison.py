@@ -84,8 +84,6 @@ from tqdm.auto import tqdm
 
 from reproduce import countdown_evidence, evidence
 from reproduce.common import RunDir, RunPlan, save_figure, seeds_option, write_json
-from reproduce.countdown import stage_sft
-from reproduce.countdown_evidence import EvidenceProfile, answer_embedder, stage_data, stage_eval
 from reproduce.contrast import (
     ProblemTable,
     apply_rule,
@@ -97,6 +95,7 @@ from reproduce.contrast import (
     frontier_values,
     per_seed_values,
 )
+from reproduce.countdown_evidence import EvidenceProfile, answer_embedder, stage_data, stage_eval
 from reproduce.evidence import per_problem_frame, results_frame, saved_steps, seeds_up
 from reproduce.stats import bootstrap_ci
 from setpo.tasks.countdown import (
@@ -196,7 +195,7 @@ PROFILES = {
     "smoke": MethodsProfile(
         n_train=40, n_test=4, hidden_size=16, num_layers=1, num_heads=2, sft_per_problem=1, sft_steps=4,
         group_sizes=(3,), seeds=2, rl_steps=2, prompts_per_step=2, frontier_points=2, max_completion_length=8,
-        eval_n=4, decodings=((1.0, 1.0),), arms=("grpo", "darling", "dra_grpo"), calibration_prompts=4,
+        eval_n=4, decodings=((1.0, 1.0),), arms=("grpo", "darling", "dra_grpo"), calibration_prompts=4, start="train",
     ),
     "quick": MethodsProfile(
         n_test=16, seeds=2, rl_steps=8, prompts_per_step=4, frontier_points=3, eval_n=16, decodings=((1.0, 1.0),),
@@ -517,9 +516,10 @@ def comparison(per_problem, times, prof: Any, names: Sequence[str] | None = None
             end = {a: [(a, G, s, prof.rl_steps, dec) for s in seeds] for a in names}
             paths = evidence.frontier_paths(table, G, dec, seeds, prof.rl_steps, start)
             row = {"G": G, "decoding": dec}
-            out.append(contrast_row(end_diff(table, end["grpo"], [start] * len(seeds), K), P, arm="grpo", family="regime",
-                                    base=per_seed_values(table, [start] * len(seeds), K),
-                                    claim="GRPO raises pass@n over its start (regime check)", metric=K, **row))  # fmt: skip
+            regime = "GRPO raises pass@n over its start (regime check)"
+            out.append(contrast_row(end_diff(table, end["grpo"], [start] * len(seeds), K), P, arm="grpo",
+                                    family="regime", base=per_seed_values(table, [start] * len(seeds), K),
+                                    claim=regime, metric=K, **row))  # fmt: skip
             for arm in names[1:]:
                 front = frontier_values(table, paths, end[arm], "pass@1", K)
                 decides = arm not in controls
@@ -639,9 +639,9 @@ def summary_table(folder: Path, prof: Any, con, times, sizes: dict, setting: str
         "and test problems together. Verdict on the frontier gap at pass@(n/2) (`reproduce.stats.decide`): confirmed "
         "when the Holm p < 0.05 and both intervals lie above 0; refuted when the same holds below 0, or both intervals "
         f"end below the minimum useful gap {MIN_EFFECT}; too few seeds when the exact test cannot reach 0.05 over the "
-        f"family; inconclusive otherwise. {report.note} s/step: each run's median TRL step time, mean over seeds; method s/step: the "
-        f"same for the time the method's own code took inside the step (logged by the trainer; - where none runs); "
-        f"{ratio_note}",
+        f"family; inconclusive otherwise. {report.note} s/step: each run's median TRL step time, mean over seeds; "
+        "method s/step: the same for the time the method's own code took inside the step (logged by the trainer; - "
+        f"where none runs); {ratio_note}",
         "",
     ]
     for (G, dec), c in con.groupby(["G", "decoding"], sort=False):
@@ -664,7 +664,8 @@ def summary_table(folder: Path, prof: Any, con, times, sizes: dict, setting: str
             ratio = f"{t.iloc[0]['mean']:+.0%}" if len(t) else "-"
             lines.append(
                 f"| {rank} | {g['arm']} | {_ci(g)} | {fmt_p(g['p_exact'])} ({_p(g['p_holm'])}) | "
-                f"{fmt_ci(g['boot_lo'], g['boot_hi'])} | {seeds_up(g)} | {_verdict(g)} | {_ci(rows.loc['pass@1'])} | {_ci(rows.loc[kmax])} | "
+                f"{fmt_ci(g['boot_lo'], g['boot_hi'])} | {seeds_up(g)} | {_verdict(g)} | {_ci(rows.loc['pass@1'])} | "
+                f"{_ci(rows.loc[kmax])} | "
                 f"{_ci(rows.loc['distinct'])} | {mean_t[g['arm']]:.3f} | {_seconds(added.get(g['arm']))} | {ratio} |"
             )
         lines.append(f"| - | grpo | 0 (the frontier) | - | - | - | - | - | - | - | {mean_t['grpo']:.3f} | - | - |")
@@ -711,7 +712,7 @@ def _execute(args: argparse.Namespace, prof: MethodsProfile, plan: RunPlan) -> i
     t0 = time.perf_counter()
 
     train, test = stage_data(run, prof)
-    sft = stage_sft(run, prof.sft_profile(), train)
+    sft = countdown_evidence.stage_start(run, prof, train)
     sizes = stage_calibration(run, prof, sft, train)
     evals = {("start", 0, -1, 0): stage_eval(run, prof, sft, test, "start")}
     grid = [(G, s, a) for G in prof.group_sizes for s in range(prof.seeds) for a in calibrated_arms(prof.arms, sizes)]

@@ -177,7 +177,9 @@ def frontier_batch(xs: np.ndarray, ys: np.ndarray, x: np.ndarray) -> np.ndarray:
     if xs.ndim != 2 or xs.shape != ys.shape or x.shape != xs.shape[:1] or xs.shape[1] == 0:
         raise ValueError(f"need xs, ys of one shape (B, P >= 1) and x of shape (B,), got {xs.shape}, {ys.shape}, "
                          f"{x.shape}")  # fmt: skip
-    order = np.lexsort((ys, xs), axis=-1)  # by x, ties by y: the last of equal x holds their largest y
+    # points of equal x count with their largest y (as in `frontier_at`), then sorted by x
+    ys = np.where(xs[:, :, None] == xs[:, None, :], ys[:, None, :], -np.inf).max(axis=2)
+    order = np.argsort(xs, axis=-1, kind="stable")
     xs, ys = np.take_along_axis(xs, order, -1), np.take_along_axis(ys, order, -1)
     xc = x[:, None]
     beyond = np.where(xs >= xc, ys, -np.inf).max(axis=1)  # vertices at x' >= x
@@ -210,17 +212,19 @@ def holm_adjust(pvalues: Sequence[float]) -> list[float]:
     return out.tolist()
 
 
-def decide(diffs: Sequence[float], p_holm: float, t_ci: tuple[float, float], boot_ci: tuple[float, float],
-           family_size: int, min_effect: float | None = None, at_ceiling: bool = False) -> str:  # fmt: skip
-    """The verdict on "the paired difference is above 0" (module docstring), from the Holm-adjusted exact p, the
-    t-CI and the seeds x problems interval; ``min_effect`` is the smallest gain the claim calls useful."""
-    d = _diffs(diffs)
+def decide(n: int, p_holm: float, t_ci: tuple[float, float], boot_ci: tuple[float, float], family_size: int,
+           min_effect: float | None = None, at_ceiling: bool = False, all_zero: bool = False) -> str:  # fmt: skip
+    """The verdict on "the paired difference is above 0" over n seeds (module docstring), from the Holm-adjusted exact
+    p, the t-CI and the seeds x problems interval; ``min_effect`` is the smallest gain the claim calls useful;
+    ``all_zero``: every paired difference is exactly 0."""
+    if n < 1 or family_size < 1:
+        raise ValueError(f"need n >= 1 seeds and a family of >= 1 claims, got n = {n}, family size {family_size}")
     if at_ceiling:
         return CEILING
-    if np.all(d == 0):
+    if all_zero:
         return NO_DIFFERENCE
     (t_lo, t_hi), (b_lo, b_hi) = t_ci, boot_ci
-    testable = family_size * exact_floor(d.size) < ALPHA
+    testable = family_size * exact_floor(n) < ALPHA
     if testable and p_holm < ALPHA and t_lo > 0 and b_lo > 0:
         return CONFIRMED
     if testable and p_holm < ALPHA and t_hi < 0 and b_hi < 0:
@@ -235,8 +239,9 @@ def decide(diffs: Sequence[float], p_holm: float, t_ci: tuple[float, float], boo
 def why(verdict: str, n: int, family_size: int) -> str:
     """A short reason printed beside a verdict that is not a test outcome."""
     if verdict == TOO_FEW:
-        return (f"{n} seeds in a family of {family_size}: the exact test's smallest Holm p is "
-                f"{min(1.0, family_size * exact_floor(n)):.4f} >= {ALPHA}; {min_seeds(family_size)} seeds needed")  # fmt: skip
+        floor = min(1.0, family_size * exact_floor(n))
+        return (f"{n} seeds in a family of {family_size}: the exact test's smallest Holm p is {floor:.4f} >= {ALPHA}; "
+                f"{min_seeds(family_size)} seeds needed")  # fmt: skip
     if verdict == NO_DIFFERENCE:
         return "every paired difference is exactly 0"
     if verdict == CEILING:

@@ -20,7 +20,6 @@ from reproduce import evidence
 from reproduce import methods_comparison as mc
 from reproduce import smollm2_lists as sl
 from reproduce import smollm2_methods as sm
-from reproduce import smollm2_primes as sp
 from reproduce.common import PAPER_FIGURES
 
 #: The published evidence folders and the analysis each one's contrasts come from.
@@ -102,7 +101,9 @@ def changes(name: str, con, figures: Path = PAPER_FIGURES) -> list[str]:
     for r in merged.to_dict("records"):
         new, was = r.get("verdict"), r.get("verdict_old")
         if new == new and was == was and new != was and (new != "-" or was != "-"):
-            out.append(f"{name} G {r['G']} {r['decoding']} {r.get('arm', '')} {r['claim']} / {r['metric']}: {was} -> {new}")
+            out.append(
+                f"{name} G {r['G']} {r['decoding']} {r.get('arm', '')} {r['claim']} / {r['metric']}: {was} -> {new}"
+            )
     return out
 
 

@@ -1,4 +1,5 @@
-"""reproduce.stats against brute-force references: the bootstrap CI, the sign-flip test and the frontier."""
+"""reproduce.stats against hand-computed values, brute-force references and scipy: the exact sign-flip test, Holm,
+the Student-t CI, the seeds x problems bootstrap, the frontier, and the decision rule."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import itertools
 
 import numpy as np
 import pytest
+from scipy import stats as sps
 
-from reproduce.stats import bootstrap_ci, frontier_at, sign_flip_pvalue, verdict
+from reproduce import stats
+from reproduce.stats import bootstrap_ci, frontier_at, sign_flip_pvalue
 
 
 def test_sign_flip_matches_enumeration_by_hand():
@@ -22,7 +25,7 @@ def test_sign_flip_matches_enumeration_by_hand():
 def test_sign_flip_extremes():
     assert sign_flip_pvalue([1.0] * 10) == pytest.approx(2 / 2**10)  # only all-plus and all-minus are as extreme
     assert sign_flip_pvalue([0.0, 0.0, 0.0]) == 1.0
-    mc = sign_flip_pvalue(list(np.linspace(-0.2, 1.0, 20)), n_mc=50_000)  # Monte Carlo beyond 16 seeds
+    mc = sign_flip_pvalue(list(np.linspace(-0.2, 1.0, 24)), n_mc=50_000)  # Monte Carlo beyond 20 seeds
     assert 0 < mc < 0.01
 
 
@@ -68,11 +71,78 @@ def frontier_curve(points, x: float) -> float:
     return float(np.interp(x, [a for a, _ in pts], [b for _, b in pts]))
 
 
-def test_verdicts():
-    assert verdict(0.01, 0.2) == "confirmed"
-    assert verdict(-0.2, 0.0) == "refuted"
-    assert verdict(-0.1, 0.1) == "inconclusive"
-    assert verdict(0.0, 0.0, untestable=True) == "untestable (at ceiling)"
+def test_sign_flip_hand_values():
+    assert sign_flip_pvalue([0.1, 0.2, 0.3, 0.4, 0.5]) == 2 / 32 == 0.0625  # 5 seeds all up: the floor
+    assert sign_flip_pvalue([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]) == 2 / 64 == 0.03125  # 6 seeds all up
+    assert sign_flip_pvalue([1.0, -1.0]) == 1.0  # ties: |sum| >= 0 for every pattern
+    assert sign_flip_pvalue([2.0, 1.0, 1.0]) == 0.25  # sums 4, 2, 2, 0, 0, -2, -2, -4: two as extreme as 4
+    assert stats.exact_floor(5) == 0.0625 and stats.min_seeds(1) == 6 and stats.min_seeds(8) == 9
+
+
+@pytest.mark.parametrize("n", [3, 8, 13, 20])
+def test_sign_flip_is_exact_against_scipy_and_brute_force(rng, n):
+    d = rng.normal(0.05, 0.1, size=n)
+    want = sps.permutation_test((d,), np.mean, permutation_type="samples", n_resamples=np.inf).pvalue
+    assert sign_flip_pvalue(d) == pytest.approx(want, abs=1e-12)
+    if n <= 13:
+        brute = np.mean([abs(np.dot(s, d)) >= abs(d.sum()) - 1e-12 for s in itertools.product((-1, 1), repeat=n)])
+        assert sign_flip_pvalue(d) == pytest.approx(brute, abs=1e-15)
+
+
+def test_holm_on_a_known_vector():
+    # sorted 0.01, 0.02, 0.03, 0.04 x (4, 3, 2, 1) = 0.04, 0.06, 0.06, 0.04 -> running max 0.04, 0.06, 0.06, 0.06
+    assert stats.holm_adjust([0.03, 0.01, 0.04, 0.02]) == pytest.approx([0.06, 0.04, 0.06, 0.06])
+    assert stats.holm_adjust([0.5, 0.9]) == pytest.approx([1.0, 1.0])
+
+
+def test_t_interval_equals_scipy(rng):
+    d = rng.normal(0.1, 0.3, size=7)
+    ci = sps.ttest_1samp(d, 0.0).confidence_interval(0.95)
+    assert stats.t_interval(d) == pytest.approx((ci.low, ci.high), abs=1e-14)
+    assert stats.t_interval([0.2, 0.2, 0.2]) == (0.2, 0.2)  # no spread: the degenerate interval
+    assert stats.t_interval([0.2]) == (-np.inf, np.inf)
+
+
+def test_seeds_problems_bootstrap_keeps_pairs_and_widens_with_problem_noise(rng):
+    P, S = 40, 10
+    a = rng.random((S, P))
+    b = a + 0.05  # b beats a by exactly 0.05 on every problem of every seed: no resample can change that
+    lo, hi = stats.seeds_problems_ci(lambda w: w @ (b - a).T, S, P)
+    assert lo == pytest.approx(0.05) and hi == pytest.approx(0.05)
+    noisy = a + 0.05 + rng.normal(0, 0.3, size=(S, P))  # problem noise around the same mean
+    lo2, hi2 = stats.seeds_problems_ci(lambda w: w @ (noisy - a).T, S, P)
+    seeds_only = bootstrap_ci((noisy - a).mean(axis=1))
+    assert lo2 < 0.05 < hi2 and hi2 - lo2 > 0.5 * (seeds_only[2] - seeds_only[1])
+    w = stats.problem_weights(P, 100)
+    assert w.shape == (101, P) and np.allclose(w.sum(axis=1), 1) and np.all(w[0] == 1 / P)
+
+
+def test_frontier_batch_equals_frontier_at(rng):
+    for _ in range(300):
+        P = int(rng.integers(1, 6))
+        pts = np.round(rng.random((P, 2)), 1)  # rounding makes tied x and equal points common
+        x = float(np.round(rng.random(), 1))
+        got = stats.frontier_batch(pts[None, :, 0], pts[None, :, 1], np.array([x]))[0]
+        assert got == pytest.approx(frontier_at(pts, x), abs=1e-12)
+
+
+def test_decide():
+    ok = {"p_holm": 0.01, "t_ci": (0.01, 0.2), "boot_ci": (0.02, 0.1), "family_size": 1}
+    assert stats.decide(10, **ok) == "confirmed"
+    assert stats.decide(10, **(ok | {"boot_ci": (-0.01, 0.1)})) == "inconclusive"  # one interval is not enough
+    assert stats.decide(10, **(ok | {"p_holm": 0.06})) == "inconclusive"
+    assert stats.decide(10, 0.01, (-0.2, -0.01), (-0.1, -0.02), 1) == "refuted"
+    assert stats.decide(10, 0.5, (-0.05, 0.015), (-0.04, 0.01), 1, min_effect=0.02) == stats.BELOW_MIN
+    assert stats.decide(10, 0.5, (-0.05, 0.015), (-0.04, 0.03), 1, min_effect=0.02) == "inconclusive"
+    # all-zero gaps are never refuted, whatever the intervals say
+    assert stats.decide(5, 1.0, (0.0, 0.0), (0.0, 0.0), 1, min_effect=0.02, all_zero=True) == "no difference"
+    # below the exact test's floor no "confirmed": 5 seeds (p >= 0.0625), or 6 seeds in a family of 2 (2 x 0.03125)
+    assert stats.decide(5, 0.0, (0.1, 0.2), (0.1, 0.2), 1) == "too few seeds"
+    assert stats.decide(2, 0.0, (0.1, 0.2), (0.1, 0.2), 1) == "too few seeds"
+    assert stats.decide(6, 0.03125, (0.1, 0.2), (0.1, 0.2), 2) == "too few seeds"
+    assert stats.decide(6, 0.03125, (0.1, 0.2), (0.1, 0.2), 1) == "confirmed"
+    assert stats.decide(5, 0.0, (0.1, 0.2), (0.1, 0.2), 1, at_ceiling=True) == "untestable (at ceiling)"
+    assert "6 seeds needed" in stats.why("too few seeds", 5, 1)
 
 
 @pytest.mark.parametrize("bad", [[], [[0.1, 0.2]], [0.1, float("nan")]])

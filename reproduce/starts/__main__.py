@@ -1,0 +1,3 @@
+from reproduce.starts import main
+
+raise SystemExit(main())
