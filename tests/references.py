@@ -35,32 +35,27 @@ def cosine_kernel_reference(vectors: Sequence[torch.Tensor], clamp: bool = True)
     return K
 
 
-def credits_for_local_rows_reference(
-    per_process_embeddings: Sequence[torch.Tensor],
-    process_index: int,
+def masked_credits_reference(
+    embeddings: torch.Tensor,
     group_size: int,
+    mask: torch.Tensor | None = None,
     clamp: bool = True,
     shaping: ShapingSpec = "neglog1p",
-    kernel_rows: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Brute force of ``credits_for_local_rows(...).local``: row by row, find the group by global index and its
-    allowed members, build their kernel entry by entry, and run the literal Algorithm 1 (float64); 0 for an
-    excluded row or a group with fewer than 3 allowed rows."""
-    from setpo.integrations.trl.distributed import _check_kernel_rows, _check_layout
-
-    B_local, N = _check_layout(per_process_embeddings, process_index, group_size)
-    allowed = _check_kernel_rows(kernel_rows, N).tolist()
+    """Brute force of ``setpo_credits`` on a masked batch, flat (N,): row by row, find the group by index and its
+    rows in the mask, build their kernel entry by entry, and run the literal Algorithm 1 (float64); 0 for a row
+    outside the mask or in a group with fewer than 3 rows in it."""
+    N = embeddings.shape[0]
+    allowed = [True] * N if mask is None else mask.reshape(-1).tolist()
     g = get_shaping(shaping)
-    rows = [(p, r) for p in range(len(per_process_embeddings)) for r in range(B_local)]  # global order
     out = []
-    for r in range(B_local):
-        n = process_index * B_local + r
+    for n in range(N):
         start = (n // group_size) * group_size
         kept = [i for i in range(start, start + group_size) if allowed[i]]
         if not allowed[n] or len(kept) < 3:
             out.append(torch.tensor(0.0, dtype=torch.float64))
             continue
-        members = [per_process_embeddings[rows[i][0]][rows[i][1]] for i in kept]
+        members = [embeddings[i] for i in kept]
         out.append(loo_credits_reference(cosine_kernel_reference(members, clamp), g)[kept.index(n)])
     return torch.stack(out)
 

@@ -231,7 +231,7 @@ class SetPOTrainer(PolicyHiddenReuse, GroupRewardScoring, GRPOTrainer):
             unit = self._normalise(new_rewards.masked_fill(unscorable, float("nan")), G)
         else:
             unit = method(batch, base64.view(-1, G), **params).reshape(-1).masked_fill(unscorable, 0.0)
-        term = unit.to(torch.float64) - base64
+        own = term = unit.to(torch.float64) - base64
         acting = batch.acting_rows(method.min_group).reshape(-1)
         if method.scale is None and not controls:
             advantages, lam_t = unit.to(all_base.dtype), 1.0  # the method's own advantages, exactly
@@ -256,8 +256,8 @@ class SetPOTrainer(PolicyHiddenReuse, GroupRewardScoring, GRPOTrainer):
                 method.name, mode, method.min_group,
             )  # fmt: skip
         self.method_last = {
-            "batch": batch, "base": all_base, "rewards": new_rewards, "term": term, "acting": acting,
-            "lambda": lam_t, "advantages": advantages,
+            "batch": batch, "base": all_base, "rewards": new_rewards, "own_term": own, "term": term,
+            "acting": acting, "lambda": lam_t, "advantages": advantages,
         }  # fmt: skip
         return advantages
 
