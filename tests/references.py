@@ -67,18 +67,17 @@ def credits_by_uid_reference(
     small_group: SmallGroupPolicy = "zero",
     active: Sequence[bool] | None = None,
 ) -> torch.Tensor:
-    """Brute-force twin of ``credits_by_uid``: one group at a time, loop-built kernel, literal Algorithm 1."""
-    from setpo.integrations.verl.groups import _as_active, _check_embeddings, _small_group_error
-
+    """Brute force of SetPO's credits per uid group as the verl hook computes them (``method_by_uid``): one group at
+    a time, loop-built kernel, literal Algorithm 1; inactive rows and groups of fewer than 3 rows get 0."""
     uid_list = list(uids.tolist() if hasattr(uids, "tolist") else uids)
-    e = _check_embeddings(embeddings, len(uid_list)).cpu()
-    keep = _as_active(active, len(uid_list))
+    e = torch.as_tensor(embeddings, dtype=torch.float64).cpu()
+    keep = [True] * len(uid_list) if active is None else list(active)
     credits = torch.zeros(len(uid_list), dtype=torch.float64)
     for uid in dict.fromkeys(u for u, k in zip(uid_list, keep) if k):
         rows = [i for i, u in enumerate(uid_list) if u == uid and keep[i]]
         if len(rows) < 3:
             if small_group == "raise":
-                raise _small_group_error(uid, len(rows))
+                raise ValueError(f"uid group {uid!r} has {len(rows)} rollout(s)")
             continue
         s = loo_credits_reference(cosine_kernel_reference(list(e[rows])), g)
         for r, v in zip(rows, s.tolist()):
