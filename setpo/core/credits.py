@@ -15,7 +15,7 @@ from setpo.core.shaping import Shaping, ShapingSpec, get_shaping
 SmallGroupPolicy = Literal["raise", "zero"]
 
 
-def loo_credits(K, g: ShapingSpec = "neglog1p", on_small_group: SmallGroupPolicy = "raise") -> torch.Tensor:
+def loo_credits(K, shaping: ShapingSpec = "neglog1p", on_small_group: SmallGroupPolicy = "raise") -> torch.Tensor:
     """All G credits s_i in O(G^2) via Lemma D.1, m_j^(-i) = m_j + (m_j - k(o_j,o_i))/(G-2); (..., G, G) -> (..., G).
 
     The kernel must be finite, in [-1, 1] and symmetric up to rounding. The credits are computed in at least float32
@@ -29,9 +29,9 @@ def loo_credits(K, g: ShapingSpec = "neglog1p", on_small_group: SmallGroupPolicy
         check_kernel_values(K)
         return torch.zeros(K.shape[:-1], dtype=K.dtype, device=K.device)
     check_group_size(G, 3, "the leave-one-out credits")
-    shaping = get_shaping(g)
+    g = get_shaping(shaping)
     check_kernel_values(K)
-    return _closed_form(K.to(compute_dtype(K.dtype)), shaping).to(K.dtype)
+    return _closed_form(K.to(compute_dtype(K.dtype)), g).to(K.dtype)
 
 
 def check_small_group_policy(policy: object, name: str = "on_small_group") -> None:
@@ -40,19 +40,19 @@ def check_small_group_policy(policy: object, name: str = "on_small_group") -> No
         raise ValueError(f"unknown {name} option {policy!r}; use 'raise' or 'zero'")
 
 
-def _closed_form(K: torch.Tensor, shaping: Shaping) -> torch.Tensor:
+def _closed_form(K: torch.Tensor, g: Shaping) -> torch.Tensor:
     """Lemma D.1 for any g: s_i = mean_j g(m_j) - sum_{j != i} g(m_j^(-i)) / (G-1). K validated. Differentiable."""
     G = K.shape[-1]
     m = unchecked_local_mass(K)  # (..., G), index j
-    g_m = shaping(m)
+    g_m = g(m)
     d_full = g_m.mean(-1, keepdim=True)
     # Mt[..., j, i] = m_j^(-i) = ((G-1) m_j - K[j, i]) / (G-2): one fused broadcast op over K's own layout.
     Mt = torch.sub(m.unsqueeze(-1) * ((G - 1) / (G - 2)), K, alpha=1.0 / (G - 2))
     # The diagonal (j = i) is not part of Omega \ {o_i}; put m_i there so g stays in its domain,
     # then remove exactly g(m_i) from the column sum.
     Mt.diagonal(dim1=-2, dim2=-1).copy_(m)
-    d_loo = (shaping(Mt).sum(-2) - g_m) / (G - 1)
-    return check_finite_output(d_full - d_loo, shaping.name, "the credits")
+    d_loo = (g(Mt).sum(-2) - g_m) / (G - 1)
+    return check_finite_output(d_full - d_loo, g.name, "the credits")
 
 
 def group_credits(
@@ -93,7 +93,7 @@ def group_credits(
     return credits, set_diversity(K, shaping).to(e.dtype)
 
 
-def loo_credits_reference(K, g: ShapingSpec = "neglog1p") -> torch.Tensor:
+def loo_credits_reference(K, shaping: ShapingSpec = "neglog1p") -> torch.Tensor:
     """Literal Algorithm 1: recompute D(Omega \\ {o_i}) from the reduced kernel for every i (O(G^3) per group).
 
     Same validation and dtype rules as `loo_credits`.
@@ -101,13 +101,13 @@ def loo_credits_reference(K, g: ShapingSpec = "neglog1p") -> torch.Tensor:
     K = as_float_tensor(K, "kernel")
     G = check_square(K)
     check_group_size(G, 3, "the leave-one-out credits")
-    shaping = get_shaping(g)
+    g = get_shaping(shaping)
     check_kernel_values(K)
     Kc = K.to(compute_dtype(K.dtype))
-    d_full = unchecked_set_diversity(Kc, shaping)
+    d_full = unchecked_set_diversity(Kc, g)
     credits = []
     for i in range(G):
         keep = torch.tensor([j for j in range(G) if j != i], device=K.device)
         K_minus_i = Kc.index_select(-2, keep).index_select(-1, keep)
-        credits.append(d_full - unchecked_set_diversity(K_minus_i, shaping))
+        credits.append(d_full - unchecked_set_diversity(K_minus_i, g))
     return torch.stack(credits, dim=-1).to(K.dtype)
