@@ -77,9 +77,12 @@ def session_final_rows(batch_keys: Sequence[str]) -> tuple[np.ndarray, np.ndarra
     return final_rows, np.asarray([position[s] for s in row_session], dtype=np.int64)
 
 
-def credit_metrics(credits: torch.Tensor, groups: list[np.ndarray], prefix: str = "setpo") -> dict[str, float]:
-    """Summary numbers for logging: mean/std/min/max credit over rows of scored groups, group counts."""
-    scored = [rows for rows in groups if len(rows) >= 3]
+def credit_metrics(
+    credits: torch.Tensor, groups: list[np.ndarray], min_group: int = 3, prefix: str = "setpo"
+) -> dict[str, float]:
+    """Summary numbers for logging: mean/std/min/max of the method's term over rows of groups of at least
+    ``min_group`` rows (the groups it acts on; SetPO: 3), group counts."""
+    scored = [rows for rows in groups if len(rows) >= min_group]
     out = {f"{prefix}/num_groups": float(len(groups)), f"{prefix}/num_small_groups": float(len(groups) - len(scored))}
     if scored:
         s = credits[torch.as_tensor(np.concatenate(scored))].double()

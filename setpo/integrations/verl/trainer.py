@@ -209,7 +209,7 @@ class SetPOTrainerSync(PPOTrainerSync):
         row_values = by_row[torch.as_tensor(final_rows)][torch.as_tensor(row_to_session)]
         padding = torch.as_tensor([t.get("is_padding", False) for t in batch.tags])
         shaped = torch.where(padding.unsqueeze(-1), advantages, (row_values.unsqueeze(-1) * m).to(advantages.dtype))
-        metrics.update(credit_metrics(term, [g for g in group_rows_by_uid(row_uids) if bool(acting[g].all())]))
+        metrics.update(credit_metrics(term, group_rows_by_uid(row_uids), method.min_group))
         metrics["setpo/lambda"] = float(lam)
         metrics["setpo/placebo"] = float(cfg.placebo)
         metrics["timing_s/setpo_embed"] = self._embed_seconds
