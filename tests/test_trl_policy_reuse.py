@@ -10,9 +10,9 @@ from trl_tiny import RUN as TINY_RUN
 from trl_tiny import G, distinct_chars, tiny_model
 
 from setpo.integrations.trl import SetPOConfig, SetPOTrainer
+from setpo.integrations.trl.embedding import HiddenStateCapture
 from setpo.methods import GroupBatch
 from setpo.methods.advantage import setpo_credits
-from setpo.integrations.trl.embedding import HiddenStateCapture
 from setpo.tiny import load_tiny
 
 RUN = {**TINY_RUN, "max_steps": 1, "setpo_lambda": 0.5, "setpo_embedder": "policy"}
