@@ -53,7 +53,7 @@ class SetPOTrainer(PolicyHiddenReuse, GroupRewardScoring, GRPOTrainer):
 
     Metrics: setpo/lambda (the term's effective weight), setpo/placebo, setpo/credit_mean and setpo/credit_std (of u
     over acting rows; SetPO: the credit s), setpo/shaping_ratio (mean |lambda u| / mean |A_bar| over acting rows),
-    setpo/kernel_row_frac (acting rows), setpo/diversity (mean D(Omega) of the groups, when the batch has embeddings),
+    setpo/kernel_row_frac (acting rows), setpo/diversity (mean D(Omega) of the groups, with embeddings; SetPO's g),
     setpo/embed_time_s and setpo/credit_time_s (slowest process), setpo/policy_forward_reused (policy embedder),
     method/<name>/advantage_delta (mean |A - A_bar|), method/<name>/reward_delta (mean |R~ - R|, reward methods),
     method/<name>/time_s; with ``log_completions`` the completions table gets ``method_term`` (u) and
@@ -307,6 +307,7 @@ class SetPOTrainer(PolicyHiddenReuse, GroupRewardScoring, GRPOTrainer):
                 m["setpo/shaping_ratio"].append(lam * u.abs().mean().item() / denominator)
         if batch.embeddings is not None:
             params = self.args.method_params
+            params = params if "shaping" in params else {}  # the method's own D (SetPO's), else the paper's kernel
             _, D = setpo_credits(batch, clamp=params.get("clamp", True), shaping=params.get("shaping", "neglog1p"))
             D = D[~torch.isnan(D)]
             if D.numel() > 0:
