@@ -189,3 +189,11 @@ def test_controlled_advantages_form_the_sum_in_the_base_dtype():
     s = torch.tensor([0.1, 0.2, -0.3], dtype=torch.float64)
     out, _ = controlled_advantages(base, s, torch.ones(3, dtype=torch.bool), 0.05)
     assert out.dtype == torch.float32 and torch.equal(out, base + 0.05 * s.to(torch.float32))
+
+
+def test_rows_outside_acting_get_no_term():
+    base = torch.tensor([0.5, -0.5, 0.25, 0.0], dtype=torch.float64)
+    term = torch.tensor([0.1, 0.2, -0.3, 0.4], dtype=torch.float64)
+    acting = torch.tensor([True, True, True, False])
+    out, _ = controlled_advantages(base, term, acting, 2.0)
+    assert out[3] == 0.0 and torch.equal(out[:3], base[:3] + 2.0 * term[:3])

@@ -130,10 +130,11 @@ def controlled_advantages(
 ) -> tuple[torch.Tensor, float]:
     """A_hat_i = A_bar_i + lambda_t * u_i (eq. 6, u the unit term; SetPO: u = s), and the lambda before warm-up.
 
-    ``term`` u (N,) is the method's ``A - A_bar`` at unit weight; ``acting`` (N,) bool the rows it acts on (u = 0
-    elsewhere). In order: ``placebo`` (a permutation from `placebo_permutation`) gives row i the term of row
-    placebo[i], rows outside ``acting`` keeping 0; ``target_ratio`` replaces ``lam`` by `ratio_lambda` over the
-    acting rows (``lam`` is kept when the batch gives no ratio: pass the last value); ``warmup`` multiplies it
+    ``term`` u (N,) is the method's ``A - A_bar`` at unit weight; ``acting`` (N,) bool the rows it acts on (u is 0
+    elsewhere, whatever was given). In order: ``placebo`` (a permutation from `placebo_permutation`) gives row i
+    the term of row placebo[i], rows outside ``acting`` keeping 0; ``target_ratio`` replaces ``lam`` by
+    `ratio_lambda` over the acting rows (``lam`` is kept when the batch gives no ratio: pass the last value);
+    ``warmup`` multiplies it
     (`warmup_factor`). The sum is formed in ``base_advantages``' dtype.
     """
     a = as_float_tensor(base_advantages, "base_advantages")
@@ -143,6 +144,7 @@ def controlled_advantages(
             f"base_advantages, term and acting must share one (N,) shape: {a.shape}, {u.shape}, {acting.shape}"
         )
     acting = acting.to(device=u.device, dtype=torch.bool)
+    u = u.masked_fill(~acting, 0.0)
     if placebo is not None:
         u = u[placebo.to(u.device)].masked_fill(~acting, 0.0)
     if target_ratio is not None:

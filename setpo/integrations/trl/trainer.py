@@ -246,6 +246,7 @@ class SetPOTrainer(PolicyHiddenReuse, GroupRewardScoring, GRPOTrainer):
             if target is not None:
                 self._ratio_lambda[mode] = lam
             lam_t = lam * warmup
+            term = term.masked_fill(~acting, 0.0)
             if placebo is not None:
                 term = term[placebo.to(term.device)].masked_fill(~acting, 0.0)
         if not bool(acting.any()) and not self._reported_idle:
