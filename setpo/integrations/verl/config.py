@@ -43,8 +43,10 @@ class SetPOVerlConfig:
         ``shaping`` are refused under another method.
     embedder: a ``setpo.embedders.build_embedder`` spec ("hashed", "minilm", a sentence-transformers id/folder).
     embed_device: "cpu" runs the embedder on the trainer (driver) process's CPU; "cuda" on that process's GPU 0.
-    embed_dtype: the embedder's weights and activations on "cuda" ("float32", the default, or "bfloat16" /
-        "float16", half the memory on GPU 0 beside the training workers); the CPU embedder always runs float32.
+    embed_dtype: the embedder's weights and activations on "cuda", pinned: "float32" (default; unpinned, transformers
+        >= 5 would load the model's config dtype, bfloat16 for Qwen3-Embedding, whose 3 significant digits are of the
+        order of the credits' differences) or "bfloat16" / "float16" (half the memory on GPU 0 beside the training
+        workers); the CPU embedder always runs float32.
     embedder_kwargs: extra keyword arguments for the embedder factory (e.g. ``batch_size``, ``max_length``).
     small_group: a uid group with fewer rows than the method's ``min_group`` (SetPO: 3) is left out of the method:
         "zero" keeps its A_bar, "raise" stops with a ValueError.
