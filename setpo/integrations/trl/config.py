@@ -340,10 +340,11 @@ class SetPOConfig(GRPOConfig):
         unknown = sorted(set(values) - {f.name for f in dataclasses.fields(cls) if f.init})
         if unknown:
             raise ValueError(f"unknown SetPOConfig field(s) in {path}: {unknown}")
-        config = cls._from_values(_typed_like_trl(cls, values, path), output_dir, overrides)  # validated first
+        typed = _typed_like_trl(cls, values, path)
+        cls._from_values(dict(typed), output_dir, dict(overrides))  # validated before the environment is touched
         for key, value in env.items():
             os.environ[key] = str(value)
-        return config
+        return cls._from_values(typed, output_dir, overrides)  # built again: fields may read the environment
 
     @classmethod
     def _from_values(cls, values: dict[str, Any], output_dir: str | None, overrides: dict[str, Any]) -> SetPOConfig:
