@@ -35,32 +35,27 @@ def cosine_kernel_reference(vectors: Sequence[torch.Tensor], clamp: bool = True)
     return K
 
 
-def credits_for_local_rows_reference(
-    per_process_embeddings: Sequence[torch.Tensor],
-    process_index: int,
+def masked_credits_reference(
+    embeddings: torch.Tensor,
     group_size: int,
+    mask: torch.Tensor | None = None,
     clamp: bool = True,
     shaping: ShapingSpec = "neglog1p",
-    kernel_rows: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Brute force of ``credits_for_local_rows(...).local``: row by row, find the group by global index and its
-    allowed members, build their kernel entry by entry, and run the literal Algorithm 1 (float64); 0 for an
-    excluded row or a group with fewer than 3 allowed rows."""
-    from setpo.integrations.trl.distributed import _check_kernel_rows, _check_layout
-
-    B_local, N = _check_layout(per_process_embeddings, process_index, group_size)
-    allowed = _check_kernel_rows(kernel_rows, N).tolist()
+    """Brute force of ``setpo_credits`` on a masked batch, flat (N,): row by row, find the group by index and its
+    rows in the mask, build their kernel entry by entry, and run the literal Algorithm 1 (float64); 0 for a row
+    outside the mask or in a group with fewer than 3 rows in it."""
+    N = embeddings.shape[0]
+    allowed = [True] * N if mask is None else mask.reshape(-1).tolist()
     g = get_shaping(shaping)
-    rows = [(p, r) for p in range(len(per_process_embeddings)) for r in range(B_local)]  # global order
     out = []
-    for r in range(B_local):
-        n = process_index * B_local + r
+    for n in range(N):
         start = (n // group_size) * group_size
         kept = [i for i in range(start, start + group_size) if allowed[i]]
         if not allowed[n] or len(kept) < 3:
             out.append(torch.tensor(0.0, dtype=torch.float64))
             continue
-        members = [per_process_embeddings[rows[i][0]][rows[i][1]] for i in kept]
+        members = [embeddings[i] for i in kept]
         out.append(loo_credits_reference(cosine_kernel_reference(members, clamp), g)[kept.index(n)])
     return torch.stack(out)
 
@@ -72,18 +67,17 @@ def credits_by_uid_reference(
     small_group: SmallGroupPolicy = "zero",
     active: Sequence[bool] | None = None,
 ) -> torch.Tensor:
-    """Brute-force twin of ``credits_by_uid``: one group at a time, loop-built kernel, literal Algorithm 1."""
-    from setpo.integrations.verl.groups import _as_active, _check_embeddings, _small_group_error
-
+    """Brute force of SetPO's credits per uid group as the verl hook computes them (``method_by_uid``): one group at
+    a time, loop-built kernel, literal Algorithm 1; inactive rows and groups of fewer than 3 rows get 0."""
     uid_list = list(uids.tolist() if hasattr(uids, "tolist") else uids)
-    e = _check_embeddings(embeddings, len(uid_list)).cpu()
-    keep = _as_active(active, len(uid_list))
+    e = torch.as_tensor(embeddings, dtype=torch.float64).cpu()
+    keep = [True] * len(uid_list) if active is None else list(active)
     credits = torch.zeros(len(uid_list), dtype=torch.float64)
     for uid in dict.fromkeys(u for u, k in zip(uid_list, keep) if k):
         rows = [i for i, u in enumerate(uid_list) if u == uid and keep[i]]
         if len(rows) < 3:
             if small_group == "raise":
-                raise _small_group_error(uid, len(rows))
+                raise ValueError(f"uid group {uid!r} has {len(rows)} rollout(s)")
             continue
         s = loo_credits_reference(cosine_kernel_reference(list(e[rows])), g)
         for r, v in zip(rows, s.tolist()):

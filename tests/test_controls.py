@@ -8,7 +8,13 @@ from collections import Counter
 import pytest
 import torch
 
-from setpo.core.controls import credit_noise_floor, placebo_permutation, ratio_lambda, warmup_factor
+from setpo.core.controls import (
+    controlled_advantages,
+    credit_noise_floor,
+    placebo_permutation,
+    ratio_lambda,
+    warmup_factor,
+)
 
 
 def valid_placebo_permutations(group_ids: list[int]) -> set[tuple[int, ...]]:
@@ -123,3 +129,71 @@ def test_warmup_factor_matches_brute_force():
             assert warmup_factor(t, T) == pytest.approx(want, abs=0)
     with pytest.raises(ValueError, match="warmup_steps must be an integer >= 0"):
         warmup_factor(0, -1)
+
+
+def controlled_reference(base, term, acting, lam, target=None, warmup=1.0, placebo=None):
+    """Row by row: the term taken from row placebo[i] (0 outside acting), lambda from the means over acting rows."""
+    n = len(base)
+    if placebo is None:
+        u = list(term)
+    else:
+        u = [term[placebo[i]] if acting[i] else 0.0 for i in range(n)]
+    rows = [i for i in range(n) if acting[i]]
+    if target is not None and rows:
+        mean_u = sum(abs(u[i]) for i in rows) / len(rows)
+        mean_a = sum(abs(base[i]) for i in rows) / len(rows)
+        if mean_u > 64 * torch.finfo(torch.float64).eps and mean_a > 0:
+            lam = target * mean_a / mean_u
+    return [base[i] + lam * warmup * u[i] for i in range(n)], lam
+
+
+@pytest.mark.parametrize("target", [None, 0.3])
+@pytest.mark.parametrize("use_placebo", [False, True])
+@pytest.mark.parametrize("warmup", [1.0, 0.25])
+def test_controlled_advantages_match_the_row_by_row_reference(target, use_placebo, warmup):
+    gen = torch.Generator().manual_seed(3)
+    base = torch.randn(12, dtype=torch.float64, generator=gen)
+    acting = torch.rand(12, generator=gen) > 0.25
+    term = torch.randn(12, dtype=torch.float64, generator=gen).masked_fill(~acting, 0.0)
+    placebo = placebo_permutation(torch.arange(12) // 4, torch.Generator().manual_seed(1)) if use_placebo else None
+    got, lam = controlled_advantages(base, term, acting, 0.05, target_ratio=target, warmup=warmup, placebo=placebo)
+    want, want_lam = controlled_reference(
+        base.tolist(),
+        term.tolist(),
+        acting.tolist(),
+        0.05,
+        target,
+        warmup,
+        None if placebo is None else placebo.tolist(),
+    )
+    torch.testing.assert_close(got, torch.tensor(want, dtype=torch.float64), rtol=0, atol=1e-12)
+    assert lam == pytest.approx(want_lam, rel=1e-12)
+
+
+def test_controlled_advantages_keep_the_given_lambda_when_the_batch_gives_no_ratio():
+    A = torch.tensor([1.0, -1.0, 0.5, -0.5], dtype=torch.float64)
+    acting = torch.ones(4, dtype=torch.bool)
+    out, lam = controlled_advantages(A, torch.zeros(4, dtype=torch.float64), acting, 0.7, target_ratio=0.5)
+    assert lam == 0.7 and torch.equal(out, A)  # u = 0: the previous lambda
+    s = torch.tensor([0.1, -0.1, 0.1, -0.1], dtype=torch.float64)
+    out, lam = controlled_advantages(A, s, acting, 0.0, target_ratio=0.5)
+    assert lam == pytest.approx(0.5 * 0.75 / 0.1)
+    _, again = controlled_advantages(torch.zeros(4, dtype=torch.float64), s, acting, lam, target_ratio=0.5)
+    assert again == lam  # A_bar = 0: the previous lambda
+    with pytest.raises(ValueError, match="share one"):
+        controlled_advantages(A, s[:3], acting, 0.1)
+
+
+def test_controlled_advantages_form_the_sum_in_the_base_dtype():
+    base = torch.tensor([0.5, -0.5, 0.25], dtype=torch.float32)
+    s = torch.tensor([0.1, 0.2, -0.3], dtype=torch.float64)
+    out, _ = controlled_advantages(base, s, torch.ones(3, dtype=torch.bool), 0.05)
+    assert out.dtype == torch.float32 and torch.equal(out, base + 0.05 * s.to(torch.float32))
+
+
+def test_rows_outside_acting_get_no_term():
+    base = torch.tensor([0.5, -0.5, 0.25, 0.0], dtype=torch.float64)
+    term = torch.tensor([0.1, 0.2, -0.3, 0.4], dtype=torch.float64)
+    acting = torch.tensor([True, True, True, False])
+    out, _ = controlled_advantages(base, term, acting, 2.0)
+    assert out[3] == 0.0 and torch.equal(out[:3], base[:3] + 2.0 * term[:3])

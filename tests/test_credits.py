@@ -186,6 +186,20 @@ def test_dtype_and_device_preserved(dtype, device):
         assert out.dtype == dtype and out.device.type == device
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_16_bit_inputs_are_computed_in_float32_and_returned_in_their_dtype(dtype):
+    e = torch.randn(3, 7, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(1)).to(dtype)
+    K = cosine_kernel(e.float()).to(dtype)
+    s = loo_credits(K)
+    assert s.dtype == dtype
+    # the same 16-bit kernel values, upcast by hand: equal after rounding to the caller's dtype
+    torch.testing.assert_close(s, loo_credits_reference(K.double()).to(dtype), rtol=0, atol=0)
+    credits = group_credits(e, 7)
+    assert credits.dtype == dtype
+    want = group_credits(e.float(), 7)
+    torch.testing.assert_close(credits.float(), want, rtol=0, atol=torch.finfo(dtype).eps)
+
+
 @given(K=kernels(max_size=64), spec=shapings)
 def test_float32_close_to_float64(K, spec):
     s32 = loo_credits(K.float(), spec)

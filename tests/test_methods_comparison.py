@@ -49,9 +49,9 @@ def test_arms_build_their_setpo_configs(tmp_path):
         assert (cfg.learning_rate, cfg.beta, cfg.seed, cfg.data_seed) == (3e-4, 0.001, 3, 3), name
         if method != "setpo":
             assert cfg.diversity_correct_threshold == 0.5, name  # 0.1 is Countdown's format score, not correct
-    assert not _config(mc.ARMS["grpo"], tmp_path=tmp_path).setpo_enabled
+    assert not _config(mc.ARMS["grpo"], tmp_path=tmp_path).method_enabled
     setpo = _config(mc.ARMS["setpo_r0.3"], tmp_path=tmp_path)
-    assert setpo.setpo_enabled and setpo.setpo_target_ratio == 0.3 and not setpo.setpo_placebo
+    assert setpo.method_enabled and setpo.setpo_target_ratio == 0.3 and not setpo.setpo_placebo
     needs = {n for n, a in mc.ARMS.items() if a.embedder}
     assert needs == {"setpo_r0.3", "dra_grpo", "dqo"} and {n for n, a in mc.ARMS.items() if a.answers} == {"darling"}
 

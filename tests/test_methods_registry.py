@@ -379,3 +379,36 @@ def test_group_batch_is_frozen():
     with pytest.raises(AttributeError):
         b.rewards = torch.ones(1, 2)
     assert b.replace(texts=["x", "y"]).texts == ("x", "y") and b.texts is None
+
+
+def test_setpo_names_its_weight_and_its_smallest_group_others_name_none():
+    setpo = get_method("setpo")
+    assert (setpo.scale, setpo.min_group) == ("lam", 3)
+    for name in available_methods():
+        if name != "setpo":
+            assert get_method(name).scale is None and get_method(name).min_group == 1, name
+
+
+def test_register_refuses_a_scale_that_is_no_parameter_and_a_bad_min_group():
+    def fn(batch, advantages, weight: float = 1.0):
+        """A = A_bar + weight."""
+        return advantages + weight
+
+    try:
+        with pytest.raises(ValueError, match=r"scale 'lam' is not one of its parameters \['weight'\]"):
+            register_method("_scale_probe", entry="advantage", needs=(), citation="-", scale="lam")(fn)
+        with pytest.raises(ValueError, match="min_group must be an integer >= 1"):
+            register_method("_scale_probe", entry="advantage", needs=(), citation="-", min_group=0)
+        register_method("_scale_probe", entry="advantage", needs=(), citation="-", scale="weight", min_group=2)(fn)
+        assert get_method("_scale_probe").scale == "weight"
+    finally:
+        registry_module._REGISTRY.pop("_scale_probe", None)
+
+
+def test_acting_rows_are_the_mask_in_groups_large_enough():
+    mask = torch.tensor([[True, True, False], [True, True, True], [False, False, True]])
+    batch = GroupBatch(rewards=torch.zeros(3, 3), mask=mask)
+    assert torch.equal(batch.acting_rows(3), torch.tensor([[False] * 3, [True] * 3, [False] * 3]))
+    assert torch.equal(batch.acting_rows(2), mask & torch.tensor([[True], [True], [False]]))
+    assert bool(GroupBatch(rewards=torch.zeros(2, 3)).acting_rows(3).all())
+    assert "mask" in batch.present() and "mask" not in GroupBatch(rewards=torch.zeros(2, 3)).present()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,8 +24,11 @@ def make(tmp_path, **kw) -> SetPOConfig:
 
 def test_defaults_are_the_paper_kernel(tmp_path):
     c = make(tmp_path)
-    assert (c.setpo_shaping, c.setpo_kernel_clamp, c.setpo_embed_field) == ("neglog1p", True, "completion")
-    assert c.setpo_lambda == 0.05 and c.setpo_embedder == "minilm"
+    assert (c.setpo_lambda, c.setpo_shaping, c.setpo_kernel_clamp) == (None, None, None)  # SetPO's own defaults
+    assert c.diversity_method == "setpo" and c.setpo_embed_field == "completion" and c.setpo_embedder == "minilm"
+    assert c.method_params == {"lam": 0.05, "shaping": "neglog1p", "clamp": True, "on_small_group": "raise"}
+    c = make(tmp_path, setpo_lambda=0.2, setpo_shaping="linear", setpo_kernel_clamp=False)
+    assert c.method_params == {"lam": 0.2, "shaping": "linear", "clamp": False, "on_small_group": "raise"}
 
 
 @pytest.mark.parametrize(
@@ -59,7 +63,7 @@ def test_bad_setpo_values_raise_clear_errors(tmp_path, kw, match):
 
 @pytest.mark.parametrize("G", [1, 2])
 def test_small_groups_are_refused_with_the_reason(tmp_path, G):
-    with pytest.raises(ValueError, match=r"num_generations=\d: SetPO needs at least 3 .*G >= 3"):
+    with pytest.raises(ValueError, match=r"num_generations=\d: diversity_method='setpo' acts on groups of at least 3"):
         SetPOConfig(output_dir=str(tmp_path), num_generations=G, per_device_train_batch_size=4, **CPU)
 
 
@@ -67,12 +71,14 @@ def test_small_groups_are_refused_with_the_reason(tmp_path, G):
 def test_small_groups_are_fine_without_setpo(tmp_path, G):
     # TRL trains with G = 2 and evaluates with G = 1 or 2; SetPO refuses them only when its credit is on in training.
     c = make(tmp_path, num_generations_eval=G, setpo_lambda=0.5)  # evaluation skips credits where undefined
-    assert c.num_generations_eval == G and c.setpo_enabled
+    assert c.num_generations_eval == G and c.method_enabled
     if G == 1:
         return  # TRL itself refuses one generation per prompt in training
     c = SetPOConfig(output_dir=str(tmp_path), num_generations=G, per_device_train_batch_size=4, setpo_lambda=0, **CPU)
-    assert c.num_generations == G and not c.setpo_enabled
-    with pytest.raises(ValueError, match=rf"num_generations={G}: SetPO needs at least 3"):
+    assert c.num_generations == G and not c.method_enabled
+    with pytest.raises(
+        ValueError, match=rf"num_generations={G}: diversity_method='setpo' acts on groups of at least 3"
+    ):
         SetPOConfig(
             output_dir=str(tmp_path), num_generations=G, per_device_train_batch_size=4, setpo_lambda=0.0,
             setpo_target_ratio=0.1, **CPU,
@@ -82,7 +88,7 @@ def test_small_groups_are_fine_without_setpo(tmp_path, G):
 def test_controls_are_accepted(tmp_path):
     c = make(tmp_path, setpo_lambda=0.0, setpo_target_ratio=1, setpo_lambda_warmup_steps=5, setpo_placebo=True)
     assert (c.setpo_target_ratio, c.setpo_lambda_warmup_steps, c.setpo_placebo) == (1.0, 5, True)
-    assert isinstance(c.setpo_target_ratio, float) and c.setpo_enabled
+    assert isinstance(c.setpo_target_ratio, float) and c.method_enabled
     d = make(tmp_path)
     assert (d.setpo_target_ratio, d.setpo_lambda_warmup_steps, d.setpo_placebo) == (None, 0, False)
 
@@ -276,3 +282,39 @@ def test_command_line_parsing(tmp_path):
     controls = ["--setpo_target_ratio", "0.1", "--setpo_placebo", "True", "--setpo_lambda_warmup_steps", "5"]
     (c,) = HfArgumentParser(SetPOConfig).parse_args_into_dataclasses(argv + controls)
     assert (c.setpo_target_ratio, c.setpo_placebo, c.setpo_lambda_warmup_steps) == (0.1, True, 5)
+
+
+def test_a_setpo_parameter_under_another_method_is_refused_naming_both_fields(tmp_path):
+    # the leak this closes: GAPO with setpo_lambda=0.5 used to train plain GAPO without a word
+    with pytest.raises(ValueError, match=r"setpo_lambda=0.5 is a parameter of diversity_method='setpo'.*"
+                       r"diversity_method='gapo' does not run"):  # fmt: skip
+        make(tmp_path, diversity_method="gapo", setpo_lambda=0.5)
+    for field, value in (("setpo_shaping", "linear"), ("setpo_kernel_clamp", False), ("setpo_lambda", 0.0)):
+        with pytest.raises(ValueError, match=rf"{field}=.* diversity_method='passk'"):
+            make(tmp_path, diversity_method="passk", **{field: value})
+    with pytest.raises(ValueError, match=r"setpo_lambda and diversity_method_kwargs\['lam'\] give the same"):
+        make(tmp_path, setpo_lambda=0.1, diversity_method_kwargs={"lam": 0.2})
+    assert make(tmp_path, diversity_method_kwargs={"lam": 0.2}).method_params["lam"] == 0.2
+
+
+def test_controls_act_on_any_method_but_not_on_a_loss_term(tmp_path):
+    c = make(tmp_path, diversity_method="passk", diversity_method_kwargs={"k": 2}, setpo_placebo=True)
+    assert c.method_enabled and c.setpo_placebo
+    with pytest.raises(ValueError, match=r"\['setpo_placebo'\] act on the advantage term.*'entropy_bonus'"):
+        make(tmp_path, diversity_method="entropy_bonus", diversity_method_kwargs={"coef": 0.01}, setpo_placebo=True)
+
+
+def test_yaml_with_a_duplicate_key_is_refused(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("setpo_lambda: 0.1\nlearning_rate: 1e-5\nsetpo_lambda: 0.2\n")
+    with pytest.raises(ValueError, match=r"duplicate key 'setpo_lambda'.*line 3"):
+        SetPOConfig.from_yaml(path, output_dir=str(tmp_path))
+
+
+def test_yaml_env_is_set_only_once_the_config_is_valid(tmp_path, monkeypatch):
+    monkeypatch.delenv("SETPO_TEST_ENV", raising=False)
+    path = tmp_path / "c.yaml"
+    path.write_text("env:\n  SETPO_TEST_ENV: set\nsetpo_lambda: -1\n")
+    with pytest.raises(ValueError, match="setpo_lambda must be finite and >= 0"):
+        SetPOConfig.from_yaml(path, output_dir=str(tmp_path))
+    assert "SETPO_TEST_ENV" not in os.environ

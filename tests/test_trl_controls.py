@@ -13,7 +13,7 @@ from trl_tiny import ROWS, CharHistogram, G, dataset, distinct_chars, tiny_model
 from trl_tiny import RUN as TINY_RUN
 
 from setpo.core import cosine_kernel, loo_credits
-from setpo.integrations.trl import BatchCredits, SetPOConfig, SetPOTrainer
+from setpo.integrations.trl import SetPOConfig, SetPOTrainer
 from setpo.tiny import load_tiny
 
 RUN = {**TINY_RUN, "max_steps": 1}  # the trainer tests' tiny CPU run, one step
@@ -25,7 +25,7 @@ def model_dir(tmp_path_factory):
 
 
 class Recording(SetPOTrainer):
-    """Keeps, per generation: the advantages returned, TRL's A_bar, the completions and the credits used."""
+    """Keeps, per generation: the advantages returned, TRL's A_bar, the completions and the method's terms."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -39,9 +39,9 @@ class Recording(SetPOTrainer):
                 "advantages": out["advantages"].double().clone(),
                 "A_bar": torch.tensor(list(self._logs["advantages"])[-n:], dtype=torch.float64),
                 "completions": list(self._logs["completion"])[-n:],
-                "credits": self.setpo_last_credits,
-                "own_credits": self.setpo_last_unpermuted_credits,
-                "lambda": self.setpo_last_lambda,
+                "credits": self.method_last["term"] if self.method_last else None,  # SetPO: u = s, after the placebo
+                "own_credits": self.method_last["own_term"] if self.method_last else None,
+                "lambda": self.method_last["lambda"] if self.method_last else None,
             }
         )
         return out
@@ -81,18 +81,19 @@ def test_placebo_gives_every_row_a_credit_from_another_group(tmp_path, model_dir
     trainer = train(model_dir, args)
     for rec in trainer.records:
         s = true_credits(rec["completions"])
-        torch.testing.assert_close(rec["own_credits"].all, s, rtol=0, atol=1e-9)
-        placebo = rec["credits"].all
+        torch.testing.assert_close(rec["own_credits"], s, rtol=0, atol=1e-9)
+        placebo = rec["credits"]
         assert float(s.abs().max()) > 1e-3
         # a permutation of the true credits ...
-        torch.testing.assert_close(placebo.sort().values, s.sort().values, rtol=0, atol=0)
+        own = rec["own_credits"]
+        torch.testing.assert_close(placebo.sort().values, own.sort().values, rtol=0, atol=0)
         # ... in which no row keeps a credit of its own group: each value comes from a row of the other group
         group = torch.arange(ROWS) // G
         for i in range(ROWS):
-            sources = [j for j in range(ROWS) if s[j] == placebo[i]]
+            sources = [j for j in range(ROWS) if own[j] == placebo[i]]
             assert sources and all(group[j] != group[i] for j in sources), i
         torch.testing.assert_close(rec["advantages"], rec["A_bar"] + lam * placebo, rtol=0, atol=2e-5)
-    assert not torch.equal(trainer.records[0]["credits"].all, trainer.records[0]["own_credits"].all)
+    assert not torch.equal(trainer.records[0]["credits"], trainer.records[0]["own_credits"])
     assert all(h["setpo/placebo"] == 1.0 for h in step_logs(trainer))
 
 
@@ -123,21 +124,21 @@ def test_target_ratio_sets_lambda_so_the_logged_ratio_hits_the_target(tmp_path, 
     torch.testing.assert_close(rec["advantages"], A + want_lambda * s, rtol=0, atol=2e-5)
 
 
-def test_target_ratio_keeps_the_previous_lambda_when_a_mean_is_zero(tmp_path, model_dir):
-    args = SetPOConfig(output_dir=str(tmp_path), setpo_lambda=0.0, setpo_target_ratio=0.5, **RUN)
-    model, tok = load_tiny(model_dir)
-    trainer = SetPOTrainer(model, [distinct_chars], args, dataset(), processing_class=tok, embedder=CharHistogram())
-
-    def credits(values):
-        s = torch.tensor(values, dtype=torch.float64)
-        return BatchCredits(local=s, all=s, diversity=torch.zeros(1))
-
-    A = torch.tensor([1.0, -1.0, 0.5, -0.5], dtype=torch.float64)
-    assert trainer._setpo_lambda_now("train", credits([0.0] * 4), A) == 0.0  # nothing to go on yet
-    lam = trainer._setpo_lambda_now("train", credits([0.1, -0.1, 0.1, -0.1]), A)
-    assert lam == pytest.approx(0.5 * 0.75 / 0.1)
-    assert trainer._setpo_lambda_now("train", credits([0.0] * 4), A) == lam  # s = 0: previous lambda
-    assert trainer._setpo_lambda_now("train", credits([0.1, -0.1, 0.1, -0.1]), torch.zeros(4)) == lam  # A_bar = 0
+def test_controls_act_on_another_method_s_term(tmp_path, model_dir):
+    # pass@k has no weight of its own: the target ratio scales its term u = A_passk - A_bar, the placebo moves it.
+    target = 0.2
+    args = SetPOConfig(
+        output_dir=str(tmp_path), diversity_method="passk", diversity_method_kwargs={"k": 2},
+        diversity_correct_threshold=3.0, setpo_target_ratio=target, setpo_placebo=True, **{**RUN, "max_steps": 2},
+    )  # fmt: skip
+    trainer = train(model_dir, args)
+    for rec, h in zip(trainer.records, step_logs(trainer)):
+        u, A = rec["credits"], rec["A_bar"]
+        assert float(rec["own_credits"].abs().max()) > 0, "pass@k changed nothing: the test would test nothing"
+        torch.testing.assert_close(u.sort().values, rec["own_credits"].sort().values, rtol=0, atol=0)
+        lam = target * float(A.abs().mean()) / float(u.abs().mean())
+        assert h["setpo/lambda"] == pytest.approx(lam, rel=1e-6)
+        torch.testing.assert_close(rec["advantages"], A + lam * u, rtol=0, atol=2e-5)
 
 
 def test_target_ratio_sets_no_lambda_from_rounding_noise(tmp_path, model_dir):
@@ -153,7 +154,7 @@ def test_target_ratio_sets_no_lambda_from_rounding_noise(tmp_path, model_dir):
     trainer = train(model_dir, args, embedder=Same())
     logs = step_logs(trainer)
     assert len(logs) == 2 and any(float(r["A_bar"].abs().sum()) > 0 for r in trainer.records)
-    assert all(abs(float(r["credits"].all.abs().max())) < 1e-12 for r in trainer.records)
+    assert all(abs(float(r["credits"].abs().max())) < 1e-12 for r in trainer.records)
     assert [h["setpo/lambda"] for h in logs] == [0.0, 0.0]
     for rec in trainer.records:
         torch.testing.assert_close(rec["advantages"], rec["A_bar"].to(rec["advantages"].dtype), rtol=0, atol=1e-6)

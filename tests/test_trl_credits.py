@@ -1,102 +1,80 @@
-"""Credits for one process's rows (gather / group / slice), checked on every split against the single-process result
-and a brute-force reference; plus the text and policy-hidden-state embedding helpers the trainer uses."""
+"""SetPO's credits on a GroupBatch with a row mask (the rows the engines keep out of the kernel), checked against a
+brute-force reference; plus the text and policy-hidden-state embedding helpers the trainer uses."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 import trl  # noqa: F401  (required: a broken install must fail, not skip)
-from references import credits_for_local_rows_reference  # noqa: E402
+from references import masked_credits_reference  # noqa: E402
 
 from setpo.core import cosine_kernel, loo_credits, set_diversity  # noqa: E402
 from setpo.embedders import HashedNgramEmbedder, embed_texts  # noqa: E402
-from setpo.integrations.trl import completion_text, credits_for_local_rows  # noqa: E402
+from setpo.integrations.trl import completion_text  # noqa: E402
 from setpo.integrations.trl.embedding import policy_embeddings, texts_for_embedding  # noqa: E402
+from setpo.methods import GroupBatch, get_method  # noqa: E402
+from setpo.methods.advantage import setpo_credits  # noqa: E402
 
 
-def single_process_credits(emb: torch.Tensor, G: int, clamp: bool = True, g: str = "neglog1p") -> torch.Tensor:
+def single_group_credits(emb: torch.Tensor, G: int, clamp: bool = True, g: str = "neglog1p") -> torch.Tensor:
     K = cosine_kernel(emb.double().reshape(-1, G, emb.shape[-1]), clamp=clamp)
     return loo_credits(K, g).reshape(-1)
 
 
-# Every (processes, rows per process, G) with N = P * B divisible by G and N <= 24, G in 3..6: includes groups
-# straddling two processes (B % G != 0), groups spanning three or more (G > B), and aligned layouts.
-SPLITS = [
-    (P, B, G)
-    for P in (1, 2, 3, 4)
-    for B in range(1, 13)
-    for G in (3, 4, 5, 6)
-    if (P * B) % G == 0 and P * B <= 24 and P * B >= G
-]
+def batch_of(emb: torch.Tensor, G: int, mask: torch.Tensor | None = None) -> GroupBatch:
+    return GroupBatch.from_rows(torch.zeros(emb.shape[0]), G, embeddings=emb, mask=mask)
 
 
-@pytest.mark.parametrize(("P", "B", "G"), SPLITS)
-def test_every_split_gives_the_single_process_credits(P, B, G):
-    gen = torch.Generator().manual_seed(1000 * P + 10 * B + G)
-    emb = torch.randn(P * B, 5, generator=gen) + 0.5  # mostly positive cosines: the clamp leaves most untouched
-    emb[0] = emb[1]  # an exact duplicate pair
-    full = single_process_credits(emb, G)
-    parts = list(emb.split(B))
-    pieces = []
-    for p in range(P):
-        got = credits_for_local_rows(parts, p, G)
-        torch.testing.assert_close(got.all, full, rtol=0, atol=1e-12)
-        torch.testing.assert_close(got.local, full[p * B : (p + 1) * B], rtol=0, atol=1e-12)
-        pieces.append(got.local)
-    torch.testing.assert_close(torch.cat(pieces), full, rtol=0, atol=1e-12)
-
-
-@pytest.mark.parametrize(("P", "B", "G"), [(2, 6, 4), (3, 2, 3), (4, 3, 6), (2, 5, 5), (1, 8, 4)])
+@pytest.mark.parametrize(("N", "G"), [(12, 4), (12, 6), (10, 5), (12, 3), (24, 6)])
 @pytest.mark.parametrize("clamp", [True, False])
 @pytest.mark.parametrize("g", ["neglog1p", "linear", "inverse"])
-def test_fast_path_matches_the_brute_force_reference(P, B, G, clamp, g):
-    gen = torch.Generator().manual_seed(P * 100 + B * 10 + G)
-    emb = torch.randn(P * B, 7, generator=gen)
+def test_unmasked_credits_match_the_brute_force_reference(N, G, clamp, g):
+    gen = torch.Generator().manual_seed(N * 10 + G)
+    emb = torch.randn(N, 7, generator=gen)
     emb[-1] = 0.0  # an empty completion (zero vector) is isolated by the kernel in both paths
-    parts = list(emb.split(B))
-    for p in range(P):
-        fast = credits_for_local_rows(parts, p, G, clamp=clamp, shaping=g).local
-        ref = credits_for_local_rows_reference(parts, p, G, clamp=clamp, shaping=g)
-        torch.testing.assert_close(fast, ref, rtol=0, atol=1e-10)
+    emb[0] = emb[1]  # an exact duplicate pair
+    s, D = setpo_credits(batch_of(emb, G), clamp=clamp, shaping=g)
+    ref = masked_credits_reference(emb, G, clamp=clamp, shaping=g)
+    torch.testing.assert_close(s.reshape(-1), ref, rtol=0, atol=1e-10)
+    assert s.dtype == torch.float64 and D.shape == (N // G,)
 
 
-def test_a_straddling_group_needs_the_whole_group():
-    # 2 processes x 6 rows, G = 4: rows 4..7 form a group split 2 + 2. Credits from each process's half alone
-    # would be different (and undefined for 2 rows): the gathered computation is what makes them right.
-    gen = torch.Generator().manual_seed(3)
-    emb = torch.rand(12, 6, generator=gen)
-    parts = list(emb.split(6))
-    c0, c1 = credits_for_local_rows(parts, 0, 4), credits_for_local_rows(parts, 1, 4)
-    straddling = torch.cat([c0.local[4:], c1.local[:2]])
-    torch.testing.assert_close(straddling, single_process_credits(emb[4:8], 4), rtol=0, atol=1e-12)
-    wrong = single_process_credits(torch.cat([emb[4:6], emb[4:6]]), 4)  # e.g. padding a half-group with itself
-    assert not torch.allclose(straddling, wrong)
+@pytest.mark.parametrize(("N", "G"), [(12, 4), (12, 6), (10, 5), (12, 3), (24, 6)])
+def test_rows_outside_the_mask_match_the_brute_force_reference(N, G):
+    # Unscorable / masked-truncated rows: no credit, and the group's credits are those of its remaining rows.
+    gen = torch.Generator().manual_seed(7 * N + G)
+    emb = torch.randn(N, 6, generator=gen) + 0.3
+    mask = torch.rand(N, generator=gen) > 0.3
+    mask[:G] = True
+    mask[0] = False  # group 0 keeps G - 1 rows
+    s, D = setpo_credits(batch_of(emb, G, mask))
+    s = s.reshape(-1)
+    torch.testing.assert_close(s, masked_credits_reference(emb, G, mask), rtol=0, atol=1e-10)
+    assert bool((s[~mask] == 0).all())
+    counts = mask.reshape(-1, G).sum(1)
+    assert torch.equal(batch_of(emb, G, mask).acting_rows(3).reshape(-1), mask & (counts >= 3).repeat_interleave(G))
+    if G - 1 >= 3:  # group 0 by hand: the kernel of its G - 1 remaining rows
+        torch.testing.assert_close(s[1:G], single_group_credits(emb[1:G], G - 1), rtol=0, atol=1e-12)
+    assert torch.isnan(D[counts < 3]).all() and not torch.isnan(D[counts >= 3]).any()
+    K = cosine_kernel(emb[1:G].double().unsqueeze(0))
+    if G - 1 >= 3:
+        torch.testing.assert_close(D[0], set_diversity(K)[0], rtol=0, atol=1e-12)
 
 
-def test_diversity_is_D_of_every_group():
-    emb = torch.rand(12, 4, generator=torch.Generator().manual_seed(0))
-    got = credits_for_local_rows(list(emb.split(3)), 1, 6)
-    K = cosine_kernel(emb.double().reshape(2, 6, 4))
-    torch.testing.assert_close(got.diversity, set_diversity(K), rtol=0, atol=1e-12)
-    assert got.local.dtype == torch.float64
+def test_the_registered_setpo_method_reads_the_mask():
+    gen = torch.Generator().manual_seed(5)
+    emb = torch.randn(8, 5, generator=gen)
+    mask = torch.ones(8, dtype=torch.bool)
+    mask[2] = False
+    A = torch.randn(2, 4, generator=gen)
+    out = get_method("setpo")(batch_of(emb, 4, mask), A, lam=0.5)
+    want = A.reshape(-1) + 0.5 * masked_credits_reference(emb, 4, mask).float()
+    torch.testing.assert_close(out.reshape(-1), want, rtol=0, atol=1e-6)
 
 
-def test_layout_errors_are_clear():
-    e = torch.rand(4, 3)
-    with pytest.raises(ValueError, match="not divisible by the group size 3"):
-        credits_for_local_rows([e, e], 0, 3)
-    with pytest.raises(ValueError, match="group_size must be an integer >= 3"):
-        credits_for_local_rows([e, e], 0, 2)
-    with pytest.raises(ValueError, match="process_index 2 is outside 0..1"):
-        credits_for_local_rows([e, e], 2, 4)
-    with pytest.raises(ValueError, match="different numbers of rows"):
-        credits_for_local_rows([e, torch.rand(2, 3)], 0, 3)
-    with pytest.raises(ValueError, match=r"shape \(B_local, d\)"):
-        credits_for_local_rows([torch.rand(4)], 0, 4)
-    with pytest.raises(ValueError, match="at least one process"):
-        credits_for_local_rows([], 0, 4)
-    with pytest.raises(ValueError, match="NaN"):
-        credits_for_local_rows([torch.full((4, 3), float("nan"))], 0, 4)
+def test_mask_must_be_one_bool_per_row():
+    with pytest.raises(ValueError, match=r"mask must be a bool tensor of shape \(B, G\) = \(1, 4\)"):
+        GroupBatch(rewards=torch.zeros(1, 4), mask=torch.ones(1, 4))
 
 
 # -- text extraction and embedding -----------------------------------------------------------------------------
@@ -177,34 +155,6 @@ def test_policy_embeddings_match_a_row_by_row_forward(tiny, batch_size, max_toke
         expected = last[:n].mean(0) if n else torch.zeros(last.shape[-1])
         torch.testing.assert_close(got[b], expected, rtol=1e-4, atol=1e-5)
     assert got.shape == (3, 32) and bool((got[2] == 0).all())
-
-
-@pytest.mark.parametrize(("P", "B", "G"), [(2, 6, 4), (3, 4, 6), (1, 10, 5), (4, 3, 3)])
-def test_rows_kept_out_of_the_kernel_match_the_brute_force_reference(P, B, G):
-    # Unscorable / masked-truncated rows: no credit, and the group's credits are those of its remaining rows.
-    gen = torch.Generator().manual_seed(7 * P + B + G)
-    emb = torch.randn(P * B, 6, generator=gen) + 0.3
-    kernel_rows = torch.rand(P * B, generator=gen) > 0.3
-    kernel_rows[:G] = True
-    kernel_rows[0] = False  # group 0 keeps G - 1 rows
-    parts = list(emb.split(B))
-    for p in range(P):
-        got = credits_for_local_rows(parts, p, G, kernel_rows=kernel_rows)
-        ref = credits_for_local_rows_reference(parts, p, G, kernel_rows=kernel_rows)
-        torch.testing.assert_close(got.local, ref, rtol=0, atol=1e-10)
-    got = credits_for_local_rows(parts, 0, G, kernel_rows=kernel_rows)
-    assert got.all[0] == 0 and bool((got.all[~kernel_rows] == 0).all())
-    counts = kernel_rows.reshape(-1, G).sum(1)
-    assert torch.equal(got.defined_rows, kernel_rows & (counts >= 3).repeat_interleave(G))
-    if G - 1 >= 3:  # group 0 by hand: the kernel of its G - 1 remaining rows
-        torch.testing.assert_close(got.all[1:G], single_process_credits(emb[1:G], G - 1), rtol=0, atol=1e-12)
-    assert torch.isnan(got.diversity[counts < 3]).all() and not torch.isnan(got.diversity[counts >= 3]).any()
-
-
-def test_kernel_rows_must_be_one_bool_per_row():
-    parts = [torch.rand(4, 3)]
-    with pytest.raises(ValueError, match=r"kernel_rows must be a bool tensor of shape \(4,\)"):
-        credits_for_local_rows(parts, 0, 4, kernel_rows=torch.ones(4))
 
 
 def test_policy_embeddings_keep_only_the_last_layer_and_size_passes_by_tokens(tiny):

@@ -109,7 +109,7 @@ def test_default_is_setpo_and_setpo_by_name_adds_lambda_s(tmp_path, model_dir):
     want = torch.tensor(setpo_reference(A.reshape(-1, G), E, lam=0.5), dtype=torch.float64)
     assert not torch.allclose(want.reshape(-1), A), "the credit must change something"
     check(step, want)
-    assert trainer.method_last is None
+    assert trainer.method_last["batch"].embeddings is not None  # SetPO ran through the registry like any method
 
 
 def test_gapo_replaces_the_reward(tmp_path, model_dir):
@@ -200,8 +200,11 @@ def test_normalisation_matches_trl_when_the_reward_is_unchanged(tmp_path, model_
         (dict(diversity_method="passk", diversity_method_kwargs={"kk": 2}), "has no parameter"),
         (dict(diversity_method="passk", diversity_method_kwargs={"k": 9}), "k=9 must be an integer in"),
         (dict(diversity_method="darling", diversity_method_kwargs={"partition": "x"}), "unknown partition"),
-        (dict(diversity_method="setpo", diversity_method_kwargs={"lam": 1.0}), "setpo_\\* fields"),
-        (dict(diversity_method="dqo", setpo_placebo=True), "control the SetPO credit"),
+        (
+            dict(diversity_method="setpo", setpo_lambda=0.1, diversity_method_kwargs={"lam": 1.0}),
+            "give the same parameter",
+        ),
+        (dict(diversity_method="dqo", setpo_lambda=0.5), "setpo_lambda=0.5 is a parameter of diversity_method='setpo'"),
         (dict(diversity_method="dqo", diversity_method_kwargs="{bad"), "not valid JSON"),
         (dict(diversity_method="dqo", diversity_answer_extractor="x"), "unknown diversity_answer_extractor"),
         (
@@ -230,4 +233,4 @@ def test_kwargs_as_json_string_and_non_setpo_needs_no_three_rollouts(tmp_path):
         diversity_method_kwargs='{"k": 2}',
         **{**RUN, "num_generations": 2, "per_device_train_batch_size": 4},
     )
-    assert args.method_params == {"k": 2, "eps": 0.0} and not args.setpo_enabled
+    assert args.method_params == {"k": 2, "eps": 0.0} and args.method_enabled

@@ -10,8 +10,9 @@ from trl_tiny import RUN as TINY_RUN
 from trl_tiny import G, distinct_chars, tiny_model
 
 from setpo.integrations.trl import SetPOConfig, SetPOTrainer
-from setpo.integrations.trl.distributed import credits_for_local_rows
 from setpo.integrations.trl.embedding import HiddenStateCapture
+from setpo.methods import GroupBatch
+from setpo.methods.advantage import setpo_credits
 from setpo.tiny import load_tiny
 
 RUN = {**TINY_RUN, "max_steps": 1, "setpo_lambda": 0.5, "setpo_embedder": "policy"}
@@ -32,24 +33,26 @@ class Recording(SetPOTrainer):
         self.extra_forwards = 0
         self._checking = False
 
-    def _setpo_policy_forward(self, output, completion_ids_list):
+    def _policy_forward(self, output, completion_ids_list):
         self.extra_forwards += not self._checking
-        return super()._setpo_policy_forward(output, completion_ids_list)
+        return super()._policy_forward(output, completion_ids_list)
 
-    def _setpo_embed_local(self, output, rows, reused=None):
-        used = super()._setpo_embed_local(output, rows, reused)
+    def _embed_local(self, output, rows, capture):
+        used, seconds = super()._embed_local(output, rows, capture)
+        source = self.setpo_last_embed_source
         self._checking = True
         try:
-            extra = self._setpo_policy_forward(output, rows[2])
+            extra = self._policy_forward(output, rows[2])
         finally:
             self._checking = False
-        self.batches.append({"used": used.clone(), "extra": extra, "source": self.setpo_last_embed_source})
-        return used
+        self.setpo_last_embed_source = source
+        self.batches.append({"used": used.clone(), "extra": extra, "source": source})
+        return used, seconds
 
-    def _setpo_kernel_rows(self, rows, n_rows):
-        keep = super()._setpo_kernel_rows(rows, n_rows)
-        self.batches[-1]["kernel_rows"] = keep
-        return keep
+    def _group_batch(self, output, rows, capture, G):
+        batch, seconds = super()._group_batch(output, rows, capture, G)
+        self.batches[-1]["kernel_rows"] = batch.mask.reshape(-1).cpu()
+        return batch, seconds
 
 
 def train(model_dir, tmp_path, peft_config=None, sources=None, **overrides) -> Recording:
@@ -70,7 +73,8 @@ def train(model_dir, tmp_path, peft_config=None, sources=None, **overrides) -> R
 
 
 def credits(emb: torch.Tensor, kernel_rows: torch.Tensor) -> torch.Tensor:
-    return credits_for_local_rows([emb.double()], 0, G, kernel_rows=kernel_rows).local
+    batch = GroupBatch.from_rows(torch.zeros(emb.shape[0]), G, embeddings=emb.double(), mask=kernel_rows)
+    return setpo_credits(batch)[0].reshape(-1)
 
 
 CASES = {

@@ -129,8 +129,8 @@ def test_logged_metrics_match_their_definitions(tmp_path, model_dir):
     assert h["setpo/credit_std"] == pytest.approx(float(s.std()), abs=1e-9)
     assert h["setpo/shaping_ratio"] == pytest.approx(float(LAM * s.abs().mean() / A.abs().mean()), rel=1e-4)
     assert h["setpo/diversity"] == pytest.approx(float(set_diversity(K).mean()), abs=1e-9)
-    # the completions table carries each row's credit
-    torch.testing.assert_close(torch.tensor(list(trainer._logs["extra"]["setpo_credit"])[-ROWS:], dtype=s.dtype), s)
+    # the completions table carries each row's term u (SetPO: the credit)
+    torch.testing.assert_close(torch.tensor(list(trainer._logs["extra"]["method_term"])[-ROWS:], dtype=s.dtype), s)
 
 
 def test_named_embedder_spec_and_prompt_field(tmp_path, model_dir):
@@ -197,7 +197,7 @@ def test_policy_hidden_state_embedder(tmp_path, model_dir):
 def test_lambda_zero_is_plain_grpo_bit_for_bit(tmp_path, model_dir):
     plain, _ = run(GRPOTrainer, model_dir, GRPOConfig(output_dir=str(tmp_path / "grpo"), **RUN))
     setpo, _ = run(SetPOTrainer, model_dir, SetPOConfig(output_dir=str(tmp_path / "setpo"), setpo_lambda=0.0, **RUN))
-    assert setpo.setpo_embedder is None and setpo.setpo_last_credits is None  # no embedding work at all
+    assert setpo.setpo_embedder is None and setpo.method_last is None  # no embedding or method work at all
     assert len(plain.captured) == len(setpo.captured) == 2
     for a, b in zip(plain.captured, setpo.captured):
         assert a["completions"] == b["completions"]
@@ -263,7 +263,7 @@ def test_construction_refuses_bad_setups(tmp_path, model_dir):
         SetPOTrainer(args=GRPOConfig(output_dir=str(tmp_path), **RUN), **common)
     args = SetPOConfig(output_dir=str(tmp_path), **RUN)
     args.num_generations = 2  # changed after the config was validated
-    with pytest.raises(ValueError, match=r"num_generations=2: SetPO needs at least 3 .*G >= 3"):
+    with pytest.raises(ValueError, match=r"num_generations=2: diversity_method='setpo' acts on groups of at least 3"):
         SetPOTrainer(args=args, **common)
     with pytest.raises(ValueError, match="embedder must follow the Embedder protocol"):
         SetPOTrainer(args=SetPOConfig(output_dir=str(tmp_path), **RUN), embedder=3, **common)
@@ -341,6 +341,21 @@ def test_unscorable_rows_get_no_credit_and_stay_out_of_the_kernel(tmp_path, mode
     assert h["setpo/kernel_row_frac"] == pytest.approx(6 / 8)
 
 
+def test_a_step_where_the_method_acts_on_no_row_is_reported_once(tmp_path, model_dir, caplog):
+    # Two scorable rows per group: no group keeps the 3 rows SetPO needs, so the method acts on no row.
+    def two_per_group(completions, **kwargs):
+        return [float(len(set(c))) if i % G < 2 else None for i, c in enumerate(completions)]
+
+    args = SetPOConfig(output_dir=str(tmp_path), setpo_lambda=LAM, **RUN)
+    with caplog.at_level("WARNING", logger="setpo.integrations.trl.trainer"):
+        trainer, _ = run(SetPOTrainer, model_dir, args, reward_funcs=(two_per_group,), embedder=CharHistogram())
+    warned = [r for r in caplog.records if "acts on no row" in r.getMessage()]
+    assert len(warned) == 1 and len(trainer.captured) == 2  # two steps, one report
+    A = base_advantages(trainer, ROWS)  # the last step's A_bar
+    torch.testing.assert_close(trainer.captured[-1]["advantages"].double(), A, rtol=0, atol=0)
+    assert not bool(trainer.method_last["acting"].any())
+
+
 def test_masked_truncated_completions_stay_out_of_the_kernel(tmp_path, model_dir):
     # Extra stop characters make some completions end early; the others are truncated and, with
     # mask_truncated_completions, out of the loss: they must not shift their group's credits either.
@@ -366,7 +381,7 @@ def test_masked_truncated_completions_stay_out_of_the_kernel(tmp_path, model_dir
     assert float(s.abs().max()) > 1e-3
     A = base_advantages(trainer, ROWS)
     torch.testing.assert_close(cap["advantages"].double(), A + LAM * s, rtol=0, atol=2e-5)
-    assert torch.equal(trainer.setpo_last_credits.defined_rows, torch.tensor(keep) & (s != 0))
+    assert torch.equal(trainer.method_last["acting"].cpu(), torch.tensor(keep) & (s != 0))
 
 
 def test_evaluation_with_one_or_two_generations_keeps_A_bar(tmp_path, model_dir):
@@ -444,7 +459,7 @@ def test_text_embedder_is_built_outside_the_zero3_init_context(tmp_path, model_d
         set_hf_deepspeed_config(fake)
         assert is_deepspeed_zero3_enabled()
         trainer.args.setpo_lambda = LAM
-        trainer._setpo_build_embedder()  # what the first step with the credit on does
+        trainer._build_embedder()  # what the first step with the credit on does
         assert seen == [False] and isinstance(trainer.setpo_embedder, HashedNgramEmbedder)
         assert is_deepspeed_zero3_enabled()  # restored afterwards
     finally:
@@ -456,7 +471,7 @@ def test_zero3_context_uses_the_accelerate_plugin_switch():
     from contextlib import contextmanager
     from types import SimpleNamespace
 
-    from setpo.integrations.trl.trainer import zero3_init_disabled
+    from setpo.integrations.trl.embedding import zero3_init_disabled
 
     entered: list[bool] = []
 

@@ -1,4 +1,4 @@
-"""The verl adapter's pure pieces (no verl import): uid grouping, credits per group, token broadcast, config,
+"""The verl adapter's pure pieces (no verl import): uid grouping, a method per uid group (SetPO's credits), config,
 decoding, the reward function, and the full-scale launch scripts rendered by ``python -m reproduce.scale``."""
 
 from __future__ import annotations
@@ -17,18 +17,15 @@ from hypothesis import strategies as st
 from references import credits_by_uid_reference
 
 import setpo
-from setpo.embedders import HashedNgramEmbedder
+from setpo.embedders import HashedNgramEmbedder, embed_texts
 from setpo.integrations.verl import (
-    PAPER_LAMBDA,
     SetPOVerlConfig,
-    add_credits_to_token_advantages,
     credit_metrics,
-    credits_by_uid,
     group_rows_by_uid,
-    preset,
+    method_by_uid,
     session_final_rows,
 )
-from setpo.integrations.verl.embedding import decode_responses, embed_texts, embedder_from_config
+from setpo.integrations.verl.embedding import decode_responses, embedder_from_config, release_cached_memory
 from setpo.integrations.verl.reward import compute_score
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,8 +80,22 @@ def grouped_rollouts(draw):
     return emb[perm], uids[perm], active
 
 
+def credits_by_uid(emb, uids, small_group: str = "zero", active=None) -> torch.Tensor:
+    """SetPO's credits as the hook computes them: ``method_by_uid`` at unit weight on A_bar = 0, real rows only."""
+    uids = list(uids)
+    rows = [i for i in range(len(uids)) if active is None or active[i]]
+    cfg = SetPOVerlConfig(small_group=small_group)
+    params = {**cfg.method_params, "lam": 1.0}
+    zeros = torch.zeros(len(rows), dtype=torch.float64)
+    values, acting = method_by_uid(cfg, [uids[i] for i in rows], zeros, None, lambda _: emb[rows], zeros, params)
+    out = torch.zeros(len(uids), dtype=torch.float64)
+    out[torch.as_tensor(rows, dtype=torch.long)] = values
+    assert bool((values[~acting] == 0).all())
+    return out
+
+
 @given(grouped_rollouts())
-def test_fast_credits_match_the_brute_force_reference(case):
+def test_setpo_by_uid_matches_the_brute_force_reference(case):
     emb, uids, active = case
     fast = credits_by_uid(emb, uids, active=active)
     ref = credits_by_uid_reference(emb, uids, active=active)
@@ -113,16 +124,24 @@ def test_small_groups_and_inactive_rows():
     uids = ["a", "a", "b", "b", "b", "c", "b"]
     s = credits_by_uid(emb, uids)
     assert s[[0, 1, 5]].abs().sum() == 0 and s[[2, 3, 4, 6]].abs().sum() > 0
-    with pytest.raises(ValueError, match="uid group 'a' has 2"):
+    with pytest.raises(ValueError, match="uid group 'a' has 2 rollout.*at least 3"):
         credits_by_uid(emb, uids, small_group="raise")
     active = np.array([True, True, True, True, False, True, True])
     s2 = credits_by_uid(emb, uids, active=active)
     assert s2[4] == 0
     torch.testing.assert_close(s2[[2, 3, 6]], credits_by_uid(emb[[2, 3, 6]], ["b"] * 3), rtol=0, atol=1e-14)
-    with pytest.raises(ValueError, match="shape"):
-        credits_by_uid(emb[:3], uids)
     with pytest.raises(ValueError, match="small_group"):
-        credits_by_uid(emb, uids, small_group="drop")
+        SetPOVerlConfig(small_group="drop")
+
+
+def test_a_group_of_no_acting_row_keeps_its_values():
+    cfg = SetPOVerlConfig(method="passk", method_kwargs={"k": 2})
+    scores = torch.tensor([1.0, 0.0, 1.0, 0.0, 0.0])
+    base = torch.tensor([0.5, -0.5, 0.7, -0.2, -0.5], dtype=torch.float64)
+    values, acting = method_by_uid(cfg, ["a", "a", "b", "b", "b"], scores, None, None, base)
+    assert acting.all()  # pass@k acts on groups of any size
+    values, acting = method_by_uid(SetPOVerlConfig(), ["a", "a", "b", "b", "c"], scores, None, None, base)
+    assert not acting.any() and torch.equal(values, base)  # no group of 3: SetPO embeds nothing and keeps A_bar
 
 
 def test_credit_metrics_over_scored_groups_only():
@@ -130,26 +149,6 @@ def test_credit_metrics_over_scored_groups_only():
     m = credit_metrics(s, [np.array([0, 1, 2]), np.array([3, 4])])
     assert m["setpo/num_groups"] == 2 and m["setpo/num_small_groups"] == 1
     assert m["setpo/credit_max"] == 0.5 and m["setpo/credit_min"] == -0.5
-
-
-# ----------------------------------------------------------------------------- token broadcast
-
-
-def test_token_broadcast_follows_the_mask_and_lambda_zero_is_exact():
-    adv = torch.tensor([[1.0, 1.0, 0.0], [-2.0, 0.0, 0.0], [0.5, 0.5, 0.5]])
-    mask = torch.tensor([[1, 1, 0], [1, 0, 0], [1, 1, 1]])
-    s = torch.tensor([0.1, -0.2, 0.3], dtype=torch.float64)
-    out = add_credits_to_token_advantages(adv, mask, s, lam=2.0)
-    want = adv + 2.0 * torch.tensor([0.1, -0.2, 0.3]).unsqueeze(-1) * mask
-    torch.testing.assert_close(out, want, rtol=0, atol=1e-7)
-    assert out.dtype == adv.dtype and bool((out[mask == 0] == 0).all())
-    assert torch.equal(add_credits_to_token_advantages(adv, mask, s, lam=0.0), adv)
-    with pytest.raises(ValueError, match="credits must have shape"):
-        add_credits_to_token_advantages(adv, mask, s[:2], lam=1.0)
-    with pytest.raises(ValueError, match="lambda"):
-        add_credits_to_token_advantages(adv, mask, s, lam=-1.0)
-    with pytest.raises(ValueError, match="NaN"):
-        add_credits_to_token_advantages(adv, mask, torch.tensor([float("nan"), 0.0, 0.0]), lam=1.0)
 
 
 # ----------------------------------------------------------------------------- config
@@ -166,6 +165,11 @@ def test_config_from_the_hydra_section():
         ({"shaping": "nope"}, "nope"),
         ({"small_group": "drop"}, "small_group"),
         ({"lambda": 0.1, "lam": 0.1}, "not both"),
+        ({"embed_dtype": "float8"}, "embed_dtype"),
+        ({"method": "passk", "lambda": 0.5}, r"setpo.lambda=0.5 is a parameter of setpo.method=setpo"),
+        ({"method": "dqo", "shaping": "linear"}, r"setpo.shaping='linear' is a parameter of setpo.method=setpo"),
+        ({"lambda": 0.1, "method_kwargs": {"lam": 0.2}}, "give the same parameter"),
+        ({"method": "dqo", "placebo": True}, "changes the scores before it"),
     ]:
         with pytest.raises(ValueError, match=match):
             SetPOVerlConfig.from_mapping(bad)
@@ -186,11 +190,18 @@ def test_overrides_round_trip():
     assert SetPOVerlConfig.from_mapping(parsed) == cfg
 
 
-def test_presets_carry_the_paper_lambdas():
-    assert PAPER_LAMBDA == {"grpo": 0.05, "gspo": 0.1, "dapo": 0.2, "grpo_32b": 0.1, "countdown": 0.5}
-    assert preset("dapo").lam == 0.2 and preset("countdown", embed_device="cuda").embed_device == "cuda"
-    with pytest.raises(ValueError, match="unknown SetPO preset"):
-        preset("ppo")
+def test_controls_and_setpo_parameters_by_method():
+    assert SetPOVerlConfig().method_params == {
+        "lam": 0.05,
+        "shaping": "neglog1p",
+        "clamp": True,
+        "on_small_group": "raise",
+    }
+    assert SetPOVerlConfig.from_mapping({"lambda": 0.2}).method_params["lam"] == 0.2
+    assert SetPOVerlConfig(method_kwargs={"lam": 0.3}).method_params["lam"] == 0.3
+    passk = SetPOVerlConfig(method="passk", method_kwargs={"k": 2}, placebo=True, target_ratio=0.1)
+    assert passk.enabled and passk.placebo  # the controls act on pass@k's term too
+    assert not any("lambda" in o for o in SetPOVerlConfig().as_overrides())  # unset: the method's default
 
 
 # ----------------------------------------------------------------------------- decoding and embedding
@@ -212,7 +223,7 @@ def test_decode_uses_each_row_length():
 
 def test_embedder_from_config_and_embed_texts():
     emb = embedder_from_config(SetPOVerlConfig(embedder="hashed"))
-    assert isinstance(emb, HashedNgramEmbedder)
+    assert isinstance(emb, HashedNgramEmbedder)  # model-free: no dtype to pin
     e = embed_texts(emb, ["a b", "a b", "zzz"])
     assert e.shape[0] == 3 and torch.equal(e[0], e[1])
     if not torch.cuda.is_available():
@@ -340,5 +351,40 @@ def test_settings_cover_every_paper_run_with_its_hyperparameters():
 def test_the_embedder_is_needed_for_the_credit_or_a_method_that_reads_embeddings():
     assert SetPOVerlConfig(lam=0.1).needs_embedder and SetPOVerlConfig(lam=0.0, target_ratio=0.1).needs_embedder
     assert not SetPOVerlConfig(lam=0.0).needs_embedder
-    assert SetPOVerlConfig(lam=0.0, method="dqo").needs_embedder  # DQO's kernel comes from embeddings
-    assert not SetPOVerlConfig(lam=0.0, method="passk").needs_embedder  # correctness only
+    assert SetPOVerlConfig(method="dqo").needs_embedder  # DQO's kernel comes from embeddings
+    assert not SetPOVerlConfig(method="passk").needs_embedder  # correctness only
+
+
+class _FakeCuda:
+    def __init__(self):
+        self.emptied = 0
+
+    def is_available(self):
+        return True
+
+    def empty_cache(self):
+        self.emptied += 1
+
+
+def test_cached_cuda_memory_is_released_only_on_a_cuda_device(monkeypatch):
+    fake = _FakeCuda()
+    monkeypatch.setattr(torch, "cuda", fake)
+    assert release_cached_memory("cuda") and fake.emptied == 1
+    assert release_cached_memory(torch.device("cuda", 0)) and fake.emptied == 2
+    assert not release_cached_memory("cpu") and fake.emptied == 2
+
+
+def test_the_embedder_dtype_is_pinned(monkeypatch):
+    import setpo.integrations.verl.embedding as embedding
+
+    built = {}
+    monkeypatch.setattr(embedding, "embedder_accepts", lambda spec, names: True)
+    monkeypatch.setattr(embedding, "build_embedder", lambda spec, **kw: built.update(kw) or "embedder")
+    monkeypatch.setattr(torch, "cuda", _FakeCuda())
+    embedding.embedder_from_config(SetPOVerlConfig(embedder="m", embed_device="cuda", embed_dtype="bfloat16"))
+    assert built["model_kwargs"] == {"dtype": torch.bfloat16} and built["device"] == "cuda"
+    embedding.embedder_from_config(SetPOVerlConfig(embedder="m", embed_device="cpu", embed_dtype="bfloat16"))
+    assert built["model_kwargs"] == {"dtype": torch.float32}  # the CPU embedder runs float32
+    kw = {"model_kwargs": {"dtype": torch.float16, "attn_implementation": "sdpa"}}
+    embedding.embedder_from_config(SetPOVerlConfig(embedder="m", embed_device="cuda", embedder_kwargs=kw))
+    assert built["model_kwargs"] == kw["model_kwargs"]  # given explicitly: kept

@@ -60,6 +60,12 @@ def noisy_group_reward(prompts, completions, group_size, **kwargs) -> list[float
     return [rng.random() for _ in completions]
 
 
+def rank_rows(trainer) -> slice:
+    """This process's slice of the gathered batch, as TRL slices the advantages."""
+    start = trainer.accelerator.process_index * PER_DEVICE
+    return slice(start, start + PER_DEVICE)
+
+
 def main(model_dir: str, out_dir: str) -> None:
     torch.set_num_threads(1)
     model, tokenizer = load_tiny(model_dir)
@@ -83,9 +89,9 @@ def main(model_dir: str, out_dir: str) -> None:
                     "gapo_rewards": list(self._logs["rewards"]["gapo"])[-PER_DEVICE * 2 :],
                     "noisy_rewards": list(self._logs["rewards"]["noisy"])[-PER_DEVICE * 2 :],
                     "length_rewards": list(self._logs["rewards"]["length_reward"])[-PER_DEVICE * 2 :],
-                    "credits_all": self.setpo_last_credits.all.tolist(),
-                    "credits_local": self.setpo_last_credits.local.tolist(),
-                    "own_credits_all": self.setpo_last_unpermuted_credits.all.tolist(),
+                    "credits_all": self.method_last["term"].tolist(),  # SetPO's term u = s, after the placebo
+                    "credits_local": self.method_last["term"][rank_rows(self)].tolist(),
+                    "own_credits_all": self.method_last["own_term"].tolist(),
                 }
             )
             return out

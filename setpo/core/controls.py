@@ -116,3 +116,39 @@ def warmup_factor(step: int, warmup_steps: int) -> float:
     if warmup_steps == 0:
         return 1.0
     return min(1.0, int(step) / int(warmup_steps))
+
+
+def controlled_advantages(
+    base_advantages: torch.Tensor,
+    term: torch.Tensor,
+    acting: torch.Tensor,
+    lam: float,
+    *,
+    target_ratio: float | None = None,
+    warmup: float = 1.0,
+    placebo: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, float]:
+    """A_hat_i = A_bar_i + lambda_t * u_i (eq. 6, u the unit term; SetPO: u = s), and the lambda before warm-up.
+
+    ``term`` u (N,) is the method's ``A - A_bar`` at unit weight; ``acting`` (N,) bool the rows it acts on (u is 0
+    elsewhere, whatever was given). In order: ``placebo`` (a permutation from `placebo_permutation`) gives row i
+    the term of row placebo[i], rows outside ``acting`` keeping 0; ``target_ratio`` replaces ``lam`` by
+    `ratio_lambda` over the acting rows (``lam`` is kept when the batch gives no ratio: pass the last value);
+    ``warmup`` multiplies it
+    (`warmup_factor`). The sum is formed in ``base_advantages``' dtype.
+    """
+    a = as_float_tensor(base_advantages, "base_advantages")
+    u = as_float_tensor(term, "term")
+    if u.shape != a.shape or tuple(acting.shape) != tuple(a.shape) or a.dim() != 1:
+        raise ValueError(
+            f"base_advantages, term and acting must share one (N,) shape: {a.shape}, {u.shape}, {acting.shape}"
+        )
+    acting = acting.to(device=u.device, dtype=torch.bool)
+    u = u.masked_fill(~acting, 0.0)
+    if placebo is not None:
+        u = u[placebo.to(u.device)].masked_fill(~acting, 0.0)
+    if target_ratio is not None:
+        found = ratio_lambda(u[acting], a[acting.to(a.device)], target_ratio)
+        lam = lam if found is None else found
+    lam_t = float(lam) * float(warmup)
+    return a + lam_t * u.to(device=a.device, dtype=a.dtype), float(lam)

@@ -18,7 +18,6 @@ from setpo.embedders.registry import (
     register_embedder,
 )
 from setpo.embedders.sentence_transformer import (
-    PAPER_MODEL,
     SentenceTransformerEmbedder,
     default_offline_model_path,
     offline_minilm,
@@ -26,7 +25,6 @@ from setpo.embedders.sentence_transformer import (
 from setpo.embedders.texts import embed_texts
 
 __all__ = [
-    "PAPER_MODEL",
     "POLICY_EMBEDDER",
     "CachedEmbedder",
     "Embedder",

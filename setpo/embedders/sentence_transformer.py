@@ -12,10 +12,8 @@ import torch
 
 from setpo.embedders._checks import check_embeddings, check_texts
 from setpo.embedders.cache import EmbeddingCache
-from setpo.paper_runs import PAPER_EMBEDDER
 
 #: The embedding model SetPO uses for its kernel (paper Sec. 3 / Sec. 5 setup); one constant, in setpo.paper_runs.
-PAPER_MODEL = PAPER_EMBEDDER
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 

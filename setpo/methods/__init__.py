@@ -2,7 +2,9 @@
 
 ``get_method(name)`` returns a `Method` whose ``entry`` says where it enters the RL step ("reward": before the
 group normalisation; "advantage": after it; "loss": a term added to the policy loss), whose ``required_inputs()``
-names the `GroupBatch` fields it reads, and which is called as ``method(batch, advantages=None, **params)``.
+names the `GroupBatch` fields it reads, whose ``scale`` names the parameter weighting its term (SetPO's lambda) and
+``min_group`` the fewest rows of a group it acts on, and which is called as ``method(batch, advantages, **params)``.
+Both engines (TRL, verl) dispatch every method, SetPO included, through this registry.
 One subpackage per entry point, one file per method.
 """
 

@@ -23,6 +23,7 @@ INPUT_FIELDS = (
     "token_logprobs",
     "token_entropies",
     "response_mask",
+    "mask",
 )
 
 
@@ -67,6 +68,8 @@ class GroupBatch:
     * ``correct`` (B, G): bool correctness mask.
     * ``token_logprobs``, ``token_entropies`` (B, G, T): per-token log-probabilities / entropies of the policy.
     * ``response_mask`` (B, G, T): which tokens belong to the response (bool or 0/1).
+    * ``mask`` (B, G): the rollouts a method may act on (bool; None: all). The engines mark, not drop, the rows
+      outside it (unscorable, or truncated and masked out of the loss); SetPO leaves them out of the kernel.
     """
 
     rewards: torch.Tensor
@@ -78,6 +81,7 @@ class GroupBatch:
     token_logprobs: torch.Tensor | None = None
     token_entropies: torch.Tensor | None = None
     response_mask: torch.Tensor | None = None
+    mask: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         r = as_float_tensor(self.rewards, "rewards")
@@ -85,7 +89,7 @@ class GroupBatch:
             raise ValueError(f"rewards must have shape (B, G) with B, G >= 1, got {tuple(r.shape)}")
         check_finite(r, "rewards")
         B, G = r.shape
-        for name in ("embeddings", "correct", "token_logprobs", "token_entropies", "response_mask"):
+        for name in ("embeddings", "correct", "token_logprobs", "token_entropies", "response_mask", "mask"):
             t = getattr(self, name)
             if isinstance(t, torch.Tensor) and t.device != r.device:
                 raise ValueError(f"{name} is on {t.device} but rewards are on {r.device}: put the batch on one device")
@@ -133,6 +137,13 @@ class GroupBatch:
                 if t is not None and t.shape != m.shape:
                     raise ValueError(f"response_mask shape {tuple(m.shape)} differs from {name} {tuple(t.shape)}")
             set_(self, "response_mask", m)
+        if self.mask is not None:
+            k = torch.as_tensor(self.mask)
+            if k.dtype != torch.bool or tuple(k.shape) != (B, G):
+                raise ValueError(
+                    f"mask must be a bool tensor of shape (B, G) = ({B}, {G}), got {k.dtype} {tuple(k.shape)}"
+                )
+            set_(self, "mask", k)
 
     @property
     def num_groups(self) -> int:
@@ -143,6 +154,11 @@ class GroupBatch:
     def group_size(self) -> int:
         """G, the rollouts per prompt."""
         return self.rewards.shape[1]
+
+    def acting_rows(self, min_group: int = 1) -> torch.Tensor:
+        """(B, G) bool: rows in ``mask`` (all when None) of groups with at least ``min_group`` such rows."""
+        keep = torch.ones_like(self.rewards, dtype=torch.bool) if self.mask is None else self.mask
+        return keep & (keep.sum(1, keepdim=True) >= min_group)
 
     def present(self) -> frozenset[str]:
         """The names of the fields this batch carries."""
@@ -173,6 +189,7 @@ class GroupBatch:
                 "token_logprobs",
                 "token_entropies",
                 "response_mask",
+                "mask",
             ):
                 t = torch.as_tensor(value)
                 if t.dim() < 1 or t.shape[0] != r.shape[0]:

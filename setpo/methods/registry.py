@@ -8,6 +8,11 @@ Entry points:
   advantages; the method adds to them or replaces them;
 * ``"loss"``: ``fn(batch, **params) -> ()`` a scalar term the engine adds to the policy loss.
 
+A method may name the parameter that scales its term linearly (``scale``: A = A_bar + scale * u, SetPO's lambda):
+the engines' experiment controls (target ratio, warm-up, placebo; `setpo.core.controls`) set that weight, and a
+zero weight without a target ratio switches the method off. ``min_group`` is the fewest rows of a group the method
+acts on (SetPO: 3); rows of smaller groups keep A_bar.
+
 A registered name cannot be overwritten, so ``get_method(name)`` always returns the function registered under it.
 """
 
@@ -41,6 +46,8 @@ class Method:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     group_scale: GroupScale | None = None
     needs_for: Callable[[Mapping[str, Any]], Iterable[str]] | None = None
+    scale: str | None = None
+    min_group: int = 1
 
     def check_params(self, **params: Any) -> dict[str, Any]:
         """The method's parameters, defaults filled in; ValueError naming any unknown one (e.g. a typo in a config)."""
@@ -84,11 +91,15 @@ def register_method(
     citation: str,
     group_scale: GroupScale | None = None,
     needs_for: Callable[[Mapping[str, Any]], Iterable[str]] | None = None,
+    scale: str | None = None,
+    min_group: int = 1,
 ) -> Callable[[Callable[..., torch.Tensor]], Callable[..., torch.Tensor]]:
     """Decorator registering `fn` under `name` (refuses an existing name, an unknown entry or input field).
 
     The function's keyword parameters with defaults are the method's parameters; the first line of its docstring
     is its formula. ``needs_for(params)`` adds inputs that depend on the parameters (e.g. the partition used).
+    ``scale`` names the parameter that weights the method's term linearly; ``min_group`` the fewest rows of a group
+    it acts on.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"method name must be a non-empty string, got {name!r}")
@@ -100,6 +111,8 @@ def register_method(
         raise ValueError(f"unknown GroupBatch field(s) {bad}; fields are {list(INPUT_FIELDS)}")
     if group_scale not in (None, "group", "none"):
         raise ValueError(f"unknown group_scale {group_scale!r}; use None, 'group' or 'none'")
+    if isinstance(min_group, bool) or not isinstance(min_group, int) or min_group < 1:
+        raise ValueError(f"min_group must be an integer >= 1, got {min_group!r}")
 
     def decorate(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
         if name in _REGISTRY:
@@ -110,6 +123,8 @@ def register_method(
         defaults = {p.name: p.default for p in params[positional:]}
         if len(params) < positional or any(v is inspect.Parameter.empty for v in defaults.values()):
             raise ValueError(f"method {name!r}: after its {positional} input(s) every parameter needs a default")
+        if scale is not None and scale not in defaults:
+            raise ValueError(f"method {name!r}: scale {scale!r} is not one of its parameters {sorted(defaults)}")
         doc = inspect.getdoc(fn) or ""
         if not doc:
             raise ValueError(f"method {name!r} needs a docstring whose first line is its formula")
@@ -123,6 +138,8 @@ def register_method(
             defaults=defaults,
             group_scale=group_scale,
             needs_for=needs_for,
+            scale=scale,
+            min_group=min_group,
         )
         return fn
 

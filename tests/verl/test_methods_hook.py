@@ -137,8 +137,9 @@ def test_passk_replaces_verls_advantage_on_uneven_groups(store, tokenizer, tiny_
         ({"method": "gapo"}, "valid answers"),
         ({"method": "entropy_bonus"}, "actor_rollout_ref.actor.entropy_coeff"),
         ({"method": "passk", "method_kwargs": {"kk": 1}}, "has no parameter"),
-        ({"method": "dqo", "placebo": True}, "control the SetPO credit"),
-        ({"method": "setpo", "method_kwargs": {"lam": 1}}, "setpo.lambda"),
+        ({"method": "dqo", "placebo": True}, "changes the scores before it"),
+        ({"method": "passk", "lambda": 0.5}, "setpo.lambda=0.5 is a parameter of setpo.method=setpo"),
+        ({"method": "setpo", "lambda": 0.1, "method_kwargs": {"lam": 1}}, "give the same parameter"),
         ({"method": "darling", "answer_extractor": "x"}, "unknown setpo.answer_extractor"),
     ],
 )
@@ -148,7 +149,7 @@ def test_config_refuses_bad_method_settings(section, message):
 
 
 def test_method_overrides_round_trip():
-    cfg = SetPOVerlConfig.from_mapping({"method": "passk", "method_kwargs": {"k": 2}, "lambda": 0.0})
+    cfg = SetPOVerlConfig.from_mapping({"method": "passk", "method_kwargs": {"k": 2}})
     assert "+setpo.method=passk" in cfg.as_overrides() and "+setpo.method_kwargs.k=2" in cfg.as_overrides()
-    assert not cfg.enabled and cfg.method_params == {"k": 2, "eps": 0.0}
+    assert cfg.enabled and cfg.method_params == {"k": 2, "eps": 0.0}
     assert not any("method" in o for o in SetPOVerlConfig().as_overrides())

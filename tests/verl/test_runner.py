@@ -23,7 +23,7 @@ def test_baseline_config_without_setpo_section_passes():
     cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu = 4
     cfg.actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu = 4
     setpo_cfg = runner.check_config(cfg)
-    assert cfg.trainer.v1.trainer_mode == "sync" and setpo_cfg.lam > 0  # defaults, unused by the sync trainer
+    assert cfg.trainer.v1.trainer_mode == "sync" and setpo_cfg.enabled  # defaults, unused by the sync trainer
 
 
 def test_setpo_estimator_name_is_refused_not_silent():

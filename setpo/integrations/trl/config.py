@@ -26,36 +26,48 @@ from setpo.tasks.math.extract import extract_boxed
 EMBED_FIELDS = ("completion", "prompt+completion")
 #: Answer extractors a method's ``answers`` input can come from (completion text -> answer or None).
 ANSWER_EXTRACTORS: dict[str, Callable[[str], str | None]] = {"boxed": extract_boxed, "first_line": first_line_answer}
-#: The SetPO credit's own controls: they act on the SetPO credit only.
-_SETPO_ONLY = {"setpo_target_ratio": None, "setpo_lambda_warmup_steps": 0, "setpo_placebo": False}
+#: Config fields that give one parameter of one method: field -> (method name, parameter). None: the method's default.
+METHOD_FIELDS: dict[str, tuple[str, str]] = {
+    "setpo_lambda": ("setpo", "lam"),
+    "setpo_shaping": ("setpo", "shaping"),
+    "setpo_kernel_clamp": ("setpo", "clamp"),
+}
+#: The experiment controls (they act on any method's term A - A_bar) and their off values.
+CONTROLS = {"setpo_target_ratio": None, "setpo_lambda_warmup_steps": 0, "setpo_placebo": False}
 
 
-def check_group_size(G: Any, name: str) -> None:
-    """Raise unless G >= 3: the leave-one-out credit needs it (training only; evaluation skips smaller groups)."""
-    if G is not None and (isinstance(G, bool) or not isinstance(G, int) or G < 3):
+def check_group_size(G: Any, name: str, method: Method) -> None:
+    """Raise unless G >= the method's ``min_group`` (SetPO: 3; training only, evaluation gives smaller groups A_bar)."""
+    if G is not None and (isinstance(G, bool) or not isinstance(G, int) or G < method.min_group):
         raise ValueError(
-            f"{name}={G!r}: SetPO needs at least 3 completions per prompt, because the leave-one-out "
-            "diversity D(Omega \\ {o_i}) is defined only for groups of G >= 3 (the remaining set needs 2 "
-            "members for its local mass). Use num_generations >= 3, or setpo_lambda=0 (plain GRPO) for G = 2."
+            f"{name}={G!r}: diversity_method={method.name!r} acts on groups of at least {method.min_group} "
+            "completions per prompt (SetPO's leave-one-out diversity D(Omega \\ {o_i}) needs the remaining set to "
+            "hold 2 members). Use a larger num_generations, or setpo_lambda=0 (plain GRPO)."
         )
 
 
 @dataclass
 class SetPOConfig(GRPOConfig):
-    """GRPOConfig + SetPO: advantages become A_bar + setpo_lambda * s (eq. 6), s the leave-one-out credit (eq. 5).
+    """GRPOConfig + one diversity method: by default SetPO, A_bar + setpo_lambda * s (eq. 6), s the credit (eq. 5).
 
-    ``setpo_lambda=0`` is plain GRPO (no embedding work). Controls: ``setpo_target_ratio`` sets lambda every step so
-    that mean|lambda s| / mean|A_bar| equals it; ``setpo_lambda_warmup_steps`` ramps lambda (or the ratio) up
-    linearly from 0; ``setpo_placebo`` gives every row the credit of a row of another group (same magnitudes, no
-    diversity information). Every base method TRL offers keeps working:
+    Vocabulary: one method (``diversity_method``) with its parameters (``diversity_method_kwargs``; SetPO's also as
+    ``setpo_lambda``, ``setpo_shaping``, ``setpo_kernel_clamp``, refused under another method), the embedder
+    (``setpo_embed*``), and the controls, which act on any method's term u = A - A_bar: ``setpo_target_ratio``
+    sets its weight every step so that mean|lambda u| / mean|A_bar| equals it; ``setpo_lambda_warmup_steps`` ramps
+    the weight up linearly from 0; ``setpo_placebo`` gives every row the term of a row of another group (same
+    magnitudes, no diversity information). ``setpo_lambda=0`` is plain GRPO (no embedding work).
+    Every base method TRL offers keeps working:
     GSPO (``importance_sampling_level="sequence"``), DAPO (``loss_type="dapo"``, ``epsilon_high``), Dr.GRPO
     (``scale_rewards="none"``, ``loss_type="dr_grpo"``), KL (``beta``), LoRA (``peft_config``) and vLLM.
     Paper settings: ``SetPOConfig.from_preset(name, output_dir=..., **overrides)``, names from ``available_presets()``.
     """
 
-    setpo_lambda: float = field(
-        default=0.05,
-        metadata={"help": "Weight lambda >= 0 of the SetPO credit added to the base advantage (0 = plain GRPO)."},
+    setpo_lambda: float | None = field(
+        default=None,
+        metadata={
+            "help": "SetPO's lambda >= 0, the weight of the credit added to the base advantage (0 = plain GRPO; "
+            "None: the method's default, 0.05). A parameter of diversity_method='setpo' only."
+        },
     )
     setpo_embedder: str = field(
         default="minilm",
@@ -64,11 +76,13 @@ class SetPOConfig(GRPOConfig):
             "path, or 'policy' (the policy's mean-pooled last hidden states over the completion tokens)."
         },
     )
-    setpo_kernel_clamp: bool = field(
-        default=True, metadata={"help": "Clamp the cosine kernel to [0, 1] (the paper's kernel)."}
+    setpo_kernel_clamp: bool | None = field(
+        default=None,
+        metadata={"help": "SetPO: clamp the cosine kernel to [0, 1] (None: the method's default, True, the paper's)."},
     )
-    setpo_shaping: str = field(
-        default="neglog1p", metadata={"help": "Registered shaping function g (paper: neglog1p, g(x) = -log(1+x))."}
+    setpo_shaping: str | None = field(
+        default=None,
+        metadata={"help": "SetPO: registered shaping function g (None: the default, neglog1p, g(x) = -log(1+x))."},
     )
     setpo_embed_field: str = field(
         default="completion",
@@ -92,31 +106,31 @@ class SetPOConfig(GRPOConfig):
     setpo_target_ratio: float | None = field(
         default=None,
         metadata={
-            "help": "If set (> 0): lambda is chosen every training step so that mean|lambda s| / mean|A_bar| over "
-            "the rows in the kernel equals this value (setpo_lambda's value is then ignored); logged as "
-            "setpo/lambda."
+            "help": "Control, any method: if set (> 0), the weight lambda of the method's term u = A - A_bar is "
+            "chosen every training step so that mean|lambda u| / mean|A_bar| over the rows it acts on equals this "
+            "value (the method's own weight, e.g. setpo_lambda, is then ignored); logged as setpo/lambda."
         },
     )
     setpo_lambda_warmup_steps: int = field(
         default=0,
-        metadata={"help": "Linear warm-up of lambda (or of the target ratio) from 0 over this many optimizer steps."},
+        metadata={"help": "Control, any method: linear warm-up of the term's weight from 0 over this many steps."},
     )
     setpo_placebo: bool = field(
         default=False,
         metadata={
-            "help": "Control arm: after the batch's credits are computed, every row gets the credit of a row of "
-            "another group (a random cross-group permutation, the same on every process). Same magnitudes, no "
-            "diversity information."
+            "help": "Control arm, any method: every row gets the method's term A - A_bar of a row of another group "
+            "(a random cross-group permutation, the same on every process). Same magnitudes, no diversity "
+            "information."
         },
     )
 
     diversity_method: str = field(
         default="setpo",
         metadata={
-            "help": "Diversity method (a setpo.methods name): 'setpo' (the credit set by the setpo_* fields), "
-            "'gapo', 'dra_grpo', 'darling', 'diver', 'dqo' (rewards before the group normalisation), 'passk' "
-            "(advantages after it), 'entropy_bonus' (TRL's own entropy_coef). The setpo_* credit fields act on "
-            "'setpo' only; embedding methods use setpo_embedder."
+            "help": "Diversity method (a setpo.methods name): 'setpo' (the credit; its parameters also as "
+            "setpo_lambda, setpo_shaping, setpo_kernel_clamp), 'gapo', 'dra_grpo', 'darling', 'diver', 'dqo' "
+            "(rewards before the group normalisation), 'passk' (advantages after it), 'entropy_bonus' (TRL's own "
+            "entropy_coef). Embedding methods use setpo_embedder."
         },
     )
     diversity_method_kwargs: dict | str | None = field(
@@ -143,22 +157,30 @@ class SetPOConfig(GRPOConfig):
         super().__post_init__()
 
     @property
-    def setpo_enabled(self) -> bool:
-        """Whether the SetPO credit is added: diversity_method 'setpo' with lambda > 0 or a target ratio."""
-        return self.diversity_method == "setpo" and (self.setpo_lambda > 0 or self.setpo_target_ratio is not None)
-
-    @property
     def method(self) -> Method:
         """The registered diversity method named by ``diversity_method``."""
         return get_method(self.diversity_method)
 
     @property
     def method_params(self) -> dict[str, Any]:
-        """The method's parameters: ``diversity_method_kwargs`` with the method's defaults filled in."""
-        return self.method.check_params(**(self.diversity_method_kwargs or {}))
+        """The method's parameters: ``diversity_method_kwargs`` and its ``METHOD_FIELDS``, defaults filled in."""
+        fields_given = {p: getattr(self, f) for f, (m, p) in METHOD_FIELDS.items() if m == self.diversity_method}
+        given = {p: v for p, v in fields_given.items() if v is not None}
+        return self.method.check_params(**{**(self.diversity_method_kwargs or {}), **given})
+
+    @property
+    def method_enabled(self) -> bool:
+        """Whether the method changes anything: not a loss term, and its weight (``scale``) is > 0 or a target
+        ratio sets it. False means plain GRPO, bit for bit."""
+        method = self.method
+        if method.entry == "loss":
+            return False
+        if method.scale is None or self.setpo_target_ratio is not None:
+            return True
+        return self.method_params[method.scale] > 0
 
     def _validate_method(self) -> None:
-        """Check ``diversity_method`` and its kwargs against the registry and this config (clear errors)."""
+        """Check ``diversity_method``, its kwargs and fields against the registry and this config (clear errors)."""
         name = self.diversity_method
         try:
             method = get_method(name)
@@ -175,23 +197,32 @@ class SetPOConfig(GRPOConfig):
         if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
             raise ValueError(f"diversity_method_kwargs must map parameter names to values, got {kwargs!r}")
         self.diversity_method_kwargs = dict(kwargs)
-        if name == "setpo":
-            if kwargs:
+        for f, (owner, param) in METHOD_FIELDS.items():
+            if getattr(self, f) is None:
+                continue
+            if owner != name:
                 raise ValueError(
-                    f"diversity_method='setpo' takes its settings from the setpo_* fields (setpo_lambda, "
-                    f"setpo_shaping, setpo_kernel_clamp), not diversity_method_kwargs={dict(kwargs)}"
+                    f"{f}={getattr(self, f)!r} is a parameter of diversity_method={owner!r}, which "
+                    f"diversity_method={name!r} does not run: unset {f} (one method per run)"
                 )
-            return
+            if param in kwargs:
+                raise ValueError(
+                    f"{f} and diversity_method_kwargs[{param!r}] give the same parameter of {name!r}: give it once"
+                )
         try:
-            params = method.check_params(**kwargs)
+            params = self.method_params
             method.required_inputs(**params)
         except ValueError as err:
             raise ValueError(f"diversity_method_kwargs: {err}") from None
-        used = [f for f, off in _SETPO_ONLY.items() if getattr(self, f) != off]
-        if used:
-            raise ValueError(
-                f"{used} control the SetPO credit, which diversity_method={name!r} does not add; unset them"
-            )
+        if method.scale is not None:
+            params[method.scale] = check_lambda(params[method.scale], f"{name}'s {method.scale}")
+        if method.entry == "loss":
+            used = [f for f, off in CONTROLS.items() if getattr(self, f) != off]
+            if used:
+                raise ValueError(
+                    f"{used} act on the advantage term A - A_bar, which diversity_method={name!r} (a loss term) "
+                    "does not change; unset them"
+                )
         if self.diversity_answer_extractor not in ANSWER_EXTRACTORS:
             raise ValueError(
                 f"unknown diversity_answer_extractor {self.diversity_answer_extractor!r}; use one of "
@@ -235,7 +266,8 @@ class SetPOConfig(GRPOConfig):
         self.entropy_coef = coef
 
     def _validate_setpo(self) -> None:
-        self.setpo_lambda = check_lambda(self.setpo_lambda, "setpo_lambda")
+        if self.setpo_lambda is not None:
+            self.setpo_lambda = check_lambda(self.setpo_lambda, "setpo_lambda")
         ratio = self.setpo_target_ratio
         if ratio is not None:
             if (
@@ -250,8 +282,10 @@ class SetPOConfig(GRPOConfig):
             raise ValueError(f"setpo_lambda_warmup_steps must be an integer >= 0, got {W!r}")
         if not isinstance(self.setpo_placebo, bool):
             raise ValueError(f"setpo_placebo must be True or False, got {self.setpo_placebo!r}")
-        if self.setpo_shaping not in available_shapings():
+        if self.setpo_shaping is not None and self.setpo_shaping not in available_shapings():
             raise ValueError(f"unknown setpo_shaping {self.setpo_shaping!r}; available: {available_shapings()}")
+        if self.setpo_kernel_clamp is not None and not isinstance(self.setpo_kernel_clamp, bool):
+            raise ValueError(f"setpo_kernel_clamp must be None, True or False, got {self.setpo_kernel_clamp!r}")
         if not isinstance(self.setpo_embedder, str) or not self.setpo_embedder.strip():
             raise ValueError(
                 "setpo_embedder must be a non-empty spec string ('hashed', 'minilm', 'policy', a model name or "
@@ -276,8 +310,8 @@ class SetPOConfig(GRPOConfig):
         if L is not None and (isinstance(L, bool) or not isinstance(L, int) or L < 1):
             raise ValueError(f"setpo_embed_max_length must be None or an integer >= 1, got {L!r}")
         self._validate_method()
-        if self.setpo_enabled:
-            check_group_size(self.num_generations, "num_generations")
+        if self.method_enabled:
+            check_group_size(self.num_generations, "num_generations", self.method)
 
     @staticmethod
     def available_presets() -> list[str]:
@@ -295,9 +329,9 @@ class SetPOConfig(GRPOConfig):
 
         The file is read as TRL's ``TrlParser --config`` reads it: each value passes through its field's
         command-line type (YAML's ``5e-2`` string becomes the float 0.05), and an ``env`` mapping sets
-        environment variables.
+        environment variables, only once the config is valid. A key given twice is refused.
         """
-        values = yaml.safe_load(Path(path).read_text()) or {}
+        values = yaml.load(Path(path).read_text(), Loader=_UniqueKeyLoader) or {}
         if not isinstance(values, dict):
             raise ValueError(f"{path} must hold a mapping of config fields, got {type(values).__name__}")
         env = values.pop("env", {})
@@ -306,9 +340,11 @@ class SetPOConfig(GRPOConfig):
         unknown = sorted(set(values) - {f.name for f in dataclasses.fields(cls) if f.init})
         if unknown:
             raise ValueError(f"unknown SetPOConfig field(s) in {path}: {unknown}")
+        typed = _typed_like_trl(cls, values, path)
+        cls._from_values(dict(typed), output_dir, dict(overrides))  # validated before the environment is touched
         for key, value in env.items():
             os.environ[key] = str(value)
-        return cls._from_values(_typed_like_trl(cls, values, path), output_dir, overrides)
+        return cls._from_values(typed, output_dir, overrides)  # built again: fields may read the environment
 
     @classmethod
     def _from_values(cls, values: dict[str, Any], output_dir: str | None, overrides: dict[str, Any]) -> SetPOConfig:
@@ -324,6 +360,19 @@ class SetPOConfig(GRPOConfig):
         if output_dir is not None:
             values["output_dir"] = output_dir
         return cls(**values)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml's safe loader, refusing a mapping that gives one key twice (yaml would keep the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise ValueError(f"duplicate key {key!r} in the YAML file (line {key_node.start_mark.line + 1})")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def _typed_like_trl(cls: type, values: dict[str, Any], source: str | Path) -> dict[str, Any]:

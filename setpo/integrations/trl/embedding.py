@@ -4,12 +4,46 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from typing import Any, Sequence
 
 import torch
 
+from setpo.embedders import Embedder, build_embedder, embedder_accepts
 from setpo.integrations.trl.group_rewards import completion_text
+
+
+@contextmanager
+def zero3_init_disabled(accelerator: Any = None) -> Iterator[None]:
+    """Models loaded inside are not partitioned by DeepSpeed ZeRO-3 (``from_pretrained`` skips ``zero.Init``).
+
+    Under ZeRO-3, transformers wraps every ``from_pretrained`` in ``deepspeed.zero.Init`` while an HF DeepSpeed
+    config is registered, which leaves a separately loaded embedder with empty partitioned weights ("'weight'
+    must be 2-D"). The embedder is small and only used for inference, so each process keeps a full copy.
+    """
+    import transformers.integrations.deepspeed as hf_deepspeed
+
+    saved = hf_deepspeed._hf_deepspeed_config_weak_ref
+    plugin = getattr(getattr(accelerator, "state", None), "deepspeed_plugin", None)
+    try:
+        with ExitStack() as stack:
+            if plugin is not None and hasattr(plugin, "zero3_init_context_manager"):
+                stack.enter_context(plugin.zero3_init_context_manager(enable=False))
+            hf_deepspeed._hf_deepspeed_config_weak_ref = None
+            yield
+    finally:
+        hf_deepspeed._hf_deepspeed_config_weak_ref = saved
+
+
+def build_text_embedder(
+    spec: str, device: Any = None, batch_size: int = 64, max_length: int | None = None, accelerator: Any = None
+) -> Embedder:
+    """``setpo.embedders.build_embedder(spec)`` with device / batching / truncation where the embedder takes them,
+    built outside any DeepSpeed ZeRO-3 init context (see :func:`zero3_init_disabled`)."""
+    kwargs = {"device": device, "batch_size": batch_size, "max_length": max_length}
+    # Model-free embedders (e.g. "hashed") have no batch size or token limit: they are built with their defaults.
+    with zero3_init_disabled(accelerator):
+        return build_embedder(spec, **(kwargs if embedder_accepts(spec, kwargs) else {}))
 
 
 def texts_for_embedding(prompts: Sequence[Any], completions: Sequence[Any], field: str) -> list[str]:

@@ -15,8 +15,11 @@ import math
 from typing import Any, Callable, Collection, Literal, Sequence
 
 import torch
+from accelerate.utils import broadcast_object_list, gather_object
 
 from setpo.rewards import gapo_rewards, normalize_answer
+
+_NOT_REWARD_COLUMNS = ("prompt", "completion", "completion_ids")
 
 
 def completion_text(completion: Any) -> str:
@@ -110,3 +113,63 @@ def gapo_reward_func(
         return r.tolist()
 
     return GroupRewardFunction(gapo, name=name)
+
+
+def _zero_reward(prompts, completions, **kwargs) -> list[float]:
+    # Stands in for a group reward during TRL's per-process pass; the real column is filled after gathering.
+    return [0.0] * len(completions)
+
+
+class GroupRewardScoring:
+    """Mixin for a ``GRPOTrainer``: every ``GroupRewardFunction`` column scored once, on the gathered batch.
+
+    TRL scores its per-process reward functions as usual (a group reward stands in as zeros); then the main process
+    scores each group reward on the gathered prompts, completions and dataset columns, and broadcasts the result.
+    """
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        group_idx = [i for i, f in enumerate(self.reward_funcs) if isinstance(f, GroupRewardFunction)]
+        if not group_idx:
+            return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        originals = list(self.reward_funcs)
+        try:
+            for i in group_idx:
+                self.reward_funcs[i] = _zero_reward
+            rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        finally:
+            self.reward_funcs[:] = originals
+        G = self.num_generations if self.model.training else self.num_generations_eval
+        keys = [k for k in inputs[0] if k not in _NOT_REWARD_COLUMNS]
+        columns = {k: gather_object([example[k] for example in inputs]) for k in keys}
+        all_prompts, all_completions = gather_object(list(prompts)), gather_object(list(completions))
+        all_ids = gather_object([list(ids) for ids in completion_ids_list])
+        for i in group_idx:
+            r = self._score_group_reward_once(
+                originals[i],
+                lambda fn=originals[i]: fn.score(
+                    all_prompts, all_completions, G, completion_ids=all_ids, trainer_state=self.state, **columns
+                ),
+            )
+            if r.shape[0] != rewards_per_func.shape[0]:
+                raise ValueError(f"group reward gave {r.shape[0]} rows, gathered batch has {rewards_per_func.shape[0]}")
+            rewards_per_func[:, i] = r.to(rewards_per_func.device)
+        return rewards_per_func
+
+    def _score_group_reward_once(self, fn: GroupRewardFunction, score) -> torch.Tensor:
+        """``score()`` run on the main process only and broadcast, so every process gets the same rewards."""
+        if self.accelerator.num_processes == 1:
+            return score()
+        payload: list[Any] = [None]
+        error: BaseException | None = None
+        if self.accelerator.is_main_process:
+            try:
+                payload[0] = score().tolist()
+            except Exception as err:  # every process must leave the broadcast, then all raise
+                error = err
+                payload[0] = f"{type(err).__name__}: {err}"
+        broadcast_object_list(payload, from_process=0)
+        if error is not None:
+            raise error
+        if isinstance(payload[0], str):
+            raise RuntimeError(f"group reward {fn.__name__!r} failed on the main process: {payload[0]}")
+        return torch.tensor(payload[0], dtype=torch.float32)

@@ -11,11 +11,14 @@ from setpo.core.advantages import check_lambda
 from setpo.core.credits import SmallGroupPolicy, check_small_group_policy
 from setpo.core.shaping import get_shaping
 from setpo.methods import Method, get_method
-from setpo.paper_runs import PAPER_EMBEDDER, PAPER_LAMBDA  # re-exported: the paper's embedder and lambdas
+from setpo.paper_runs import PAPER_EMBEDDER
 from setpo.tasks.list_selection import extract_answer as first_line_answer
 from setpo.tasks.math.extract import extract_boxed
 
 EmbedDevice = Literal["cpu", "cuda"]
+EmbedDtype = Literal["float32", "bfloat16", "float16"]
+#: Section keys that give one parameter of one method: key -> (method name, parameter). None: the method's default.
+METHOD_KEYS: dict[str, tuple[str, str]] = {"lam": ("setpo", "lam"), "shaping": ("setpo", "shaping")}
 #: Answer extractors a method's ``answers`` input can come from (response text -> answer or None).
 ANSWER_EXTRACTORS: dict[str, Callable[[str], str | None]] = {"boxed": extract_boxed, "first_line": first_line_answer}
 #: Methods the verl hook refuses, and what to use instead.
@@ -29,54 +32,65 @@ REFUSED_METHODS = {
 
 @dataclass(frozen=True)
 class SetPOVerlConfig:
-    """Settings of the SetPO credit inside verl; read from the top-level ``setpo`` section of the hydra config.
+    """Settings of the diversity method inside verl; read from the top-level ``setpo`` section of the hydra config.
 
-    lam: lambda in A_hat = A_bar + lambda * s (paper eq. 6); 0 leaves verl's advantages untouched.
+    method: the diversity method (a ``setpo.methods`` name), by default "setpo" (A_hat = A_bar + lambda s, eq. 6);
+        "dra_grpo", "darling", "diver", "dqo" change the sequence scores before verl's GRPO normalisation; "passk"
+        replaces the advantages after it. "gapo" and "entropy_bonus" are refused (see ``REFUSED_METHODS``).
+    method_kwargs: the method's parameters (``+setpo.method_kwargs.k=4``).
+    lam: SetPO's lambda (hydra key ``lambda``; None: the method's default, 0.05); 0 leaves verl's advantages untouched.
+    shaping: SetPO's g of D(S) (``setpo.get_shaping`` name; None: neglog1p, g(x) = -log(1+x)). ``lam`` and
+        ``shaping`` are refused under another method.
     embedder: a ``setpo.embedders.build_embedder`` spec ("hashed", "minilm", a sentence-transformers id/folder).
     embed_device: "cpu" runs the embedder on the trainer (driver) process's CPU; "cuda" on that process's GPU 0.
+    embed_dtype: the embedder's weights and activations on "cuda", pinned: "float32" (default; unpinned, transformers
+        >= 5 would load the model's config dtype, bfloat16 for Qwen3-Embedding, whose 3 significant digits are of the
+        order of the credits' differences) or "bfloat16" / "float16" (half the memory on GPU 0 beside the training
+        workers); the CPU embedder always runs float32.
     embedder_kwargs: extra keyword arguments for the embedder factory (e.g. ``batch_size``, ``max_length``).
-    shaping: the g of D(S) (``setpo.get_shaping`` name); the paper uses neglog1p, g(x) = -log(1+x).
-    small_group: groups of fewer than 3 rollouts have no leave-one-out credit (D of a singleton is undefined):
-        "zero" gives them s = 0 (their base advantage is kept), "raise" stops with a ValueError.
+    small_group: a uid group with fewer rows than the method's ``min_group`` (SetPO: 3) is left out of the method:
+        "zero" keeps its A_bar, "raise" stops with a ValueError.
     skip_special_tokens: passed to ``tokenizer.batch_decode`` when turning response ids into text.
-    target_ratio: when set (> 0), lambda is set every step so that mean|lambda s| / mean|A_bar| over the scored rows
-        equals it (the last value is kept when a batch gives no ratio); ``lam`` then only switches SetPO on.
-    placebo: every scored row gets the credit of a row from another uid group (same magnitudes, no diversity
-        information), drawn from a generator seeded by ``seed`` and the training step.
+    target_ratio (control, any method): when set (> 0), the weight of the method's term u = A - A_bar is set every
+        step so that mean|lambda u| / mean|A_bar| over the rows it acts on equals it (the last value is kept when a
+        batch gives no ratio).
+    placebo (control, any method): every acting row gets the term of a row from another uid group (same
+        magnitudes, no diversity information), drawn from a generator seeded by ``seed`` and the training step.
     seed: seed of the placebo permutation.
-    method: the diversity method (a ``setpo.methods`` name). "setpo" is the credit set by the fields above; "dra_grpo",
-        "darling", "diver", "dqo" change the sequence scores before verl's GRPO normalisation; "passk" replaces the
-        advantages after it. "gapo" and "entropy_bonus" are refused (see ``REFUSED_METHODS``).
-    method_kwargs: the method's parameters (``+setpo.method_kwargs.k=4``).
     answer_extractor: how a method's answers are read from the decoded responses ("boxed", "first_line").
     correct_threshold: a rollout is correct (a method's ``correct`` input) when its score > this threshold.
     """
 
-    lam: float = PAPER_LAMBDA["grpo"]
+    method: str = "setpo"
+    method_kwargs: dict[str, Any] = field(default_factory=dict)
+    lam: float | None = None
+    shaping: str | None = None
     embedder: str = PAPER_EMBEDDER
     embed_device: EmbedDevice = "cpu"
+    embed_dtype: EmbedDtype = "float32"
     embedder_kwargs: dict[str, Any] = field(default_factory=dict)
-    shaping: str = "neglog1p"
     small_group: SmallGroupPolicy = "zero"
     skip_special_tokens: bool = True
     target_ratio: float | None = None
     placebo: bool = False
     seed: int = 0
-    method: str = "setpo"
-    method_kwargs: dict[str, Any] = field(default_factory=dict)
     answer_extractor: str = "boxed"
     correct_threshold: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.lam is not None:
+            check_lambda(self.lam, "setpo.lambda")
+        if self.shaping is not None:
+            get_shaping(self.shaping)  # raises ValueError on an unknown name
         self._check_method()
-        check_lambda(self.lam, "setpo.lambda")
         if not isinstance(self.embedder, str) or not self.embedder.strip():
             raise ValueError(f"setpo.embedder must be a non-empty string, got {self.embedder!r}")
         if self.embed_device not in ("cpu", "cuda"):
             raise ValueError(f"setpo.embed_device must be 'cpu' or 'cuda', got {self.embed_device!r}")
+        if self.embed_dtype not in ("float32", "bfloat16", "float16"):
+            raise ValueError(f"setpo.embed_dtype must be float32, bfloat16 or float16, got {self.embed_dtype!r}")
         if not isinstance(self.embedder_kwargs, Mapping):
             raise ValueError(f"setpo.embedder_kwargs must be a mapping, got {type(self.embedder_kwargs).__name__}")
-        get_shaping(self.shaping)  # raises ValueError on an unknown name
         check_small_group_policy(self.small_group, "setpo.small_group")
         if not isinstance(self.skip_special_tokens, bool):
             raise ValueError(f"setpo.skip_special_tokens must be a bool, got {self.skip_special_tokens!r}")
@@ -95,22 +109,31 @@ class SetPOVerlConfig:
             raise ValueError(f"setpo.method: {err}") from None
         if not isinstance(self.method_kwargs, Mapping) or not all(isinstance(k, str) for k in self.method_kwargs):
             raise ValueError(f"setpo.method_kwargs must map parameter names to values, got {self.method_kwargs!r}")
-        if self.method == "setpo":
-            if self.method_kwargs:
-                raise ValueError(
-                    "setpo.method=setpo takes its settings from setpo.lambda, setpo.shaping and setpo.small_group, "
-                    f"not setpo.method_kwargs={dict(self.method_kwargs)}"
-                )
-            return
         if self.method in REFUSED_METHODS:
             raise ValueError(f"setpo.method={self.method} is not run by the verl hook: {REFUSED_METHODS[self.method]}")
+        for key, (owner, param) in METHOD_KEYS.items():
+            if getattr(self, key) is None:
+                continue
+            name = "lambda" if key == "lam" else key
+            if owner != self.method:
+                raise ValueError(
+                    f"setpo.{name}={getattr(self, key)!r} is a parameter of setpo.method={owner}, which "
+                    f"setpo.method={self.method} does not run: unset setpo.{name} (one method per run)"
+                )
+            if param in self.method_kwargs:
+                raise ValueError(f"setpo.{name} and setpo.method_kwargs.{param} give the same parameter: give it once")
         try:
-            method.required_inputs(**self.method_kwargs)
+            method.required_inputs(**self.method_params)
         except ValueError as err:
             raise ValueError(f"setpo.method_kwargs: {err}") from None
+        if method.scale is not None:
+            check_lambda(self.method_params[method.scale], f"setpo.method_kwargs.{method.scale}")
         used = [k for k in ("target_ratio", "placebo") if getattr(self, k) != _CONTROLS[k]]
-        if used:
-            raise ValueError(f"setpo.{used} control the SetPO credit, which setpo.method={self.method} does not add")
+        if used and method.entry == "reward":
+            raise ValueError(
+                f"setpo.{used} act on the method's term A - A_bar after verl's advantage step; setpo.method="
+                f"{self.method} changes the scores before it, where the hook has no A_bar to compare with"
+            )
         if self.answer_extractor not in ANSWER_EXTRACTORS:
             raise ValueError(
                 f"unknown setpo.answer_extractor {self.answer_extractor!r}; use one of {sorted(ANSWER_EXTRACTORS)}"
@@ -120,25 +143,29 @@ class SetPOVerlConfig:
             raise ValueError(f"setpo.correct_threshold must be a finite number, got {t!r}")
 
     @property
-    def enabled(self) -> bool:
-        """True when the SetPO credit is added (method "setpo" with lambda > 0 or a target ratio)."""
-        return self.method == "setpo" and (self.lam > 0 or self.target_ratio is not None)
-
-    @property
-    def needs_embedder(self) -> bool:
-        """True when the hook embeds responses: the SetPO credit is on, or the chosen method reads embeddings."""
-        m = self.diversity_method
-        return self.enabled or (m is not None and "embeddings" in m.required_inputs(**self.method_kwargs))
-
-    @property
-    def diversity_method(self) -> Method | None:
-        """The registered method when ``method`` is not "setpo" (it then replaces the credit), else None."""
-        return None if self.method == "setpo" else get_method(self.method)
+    def diversity_method(self) -> Method:
+        """The registered method named by ``method``."""
+        return get_method(self.method)
 
     @property
     def method_params(self) -> dict[str, Any]:
-        """``method_kwargs`` with the method's defaults filled in."""
-        return get_method(self.method).check_params(**self.method_kwargs)
+        """``method_kwargs`` and the method's section keys (``lambda``, ``shaping``), defaults filled in."""
+        given = {p: getattr(self, k) for k, (m, p) in METHOD_KEYS.items() if m == self.method}
+        given = {p: v for p, v in given.items() if v is not None}
+        return self.diversity_method.check_params(**{**self.method_kwargs, **given})
+
+    @property
+    def enabled(self) -> bool:
+        """True when the method changes anything: its weight (``scale``) > 0 or a target ratio, or it has none."""
+        method = self.diversity_method
+        if method.scale is None or self.target_ratio is not None:
+            return True
+        return self.method_params[method.scale] > 0
+
+    @property
+    def needs_embedder(self) -> bool:
+        """True when the hook embeds responses: the method is on and reads embeddings."""
+        return self.enabled and "embeddings" in self.diversity_method.required_inputs(**self.method_params)
 
     @classmethod
     def from_mapping(cls, section: Mapping[str, Any] | None) -> SetPOVerlConfig:
@@ -160,7 +187,7 @@ class SetPOVerlConfig:
         for key in ("embedder_kwargs", "method_kwargs"):
             if key in data:
                 data[key] = {} if data[key] is None else dict(data[key])
-        if "lam" in data and isinstance(data["lam"], int) and not isinstance(data["lam"], bool):
+        if isinstance(data.get("lam"), int) and not isinstance(data["lam"], bool):
             data["lam"] = float(data["lam"])
         return cls(**data)
 
@@ -168,8 +195,8 @@ class SetPOVerlConfig:
         """The hydra command-line overrides that reproduce this config (``+setpo.lambda=...`` and friends)."""
         out = []
         for key, value in asdict(self).items():
-            if key in _CONTROLS and value == _CONTROLS[key]:
-                continue  # experiment controls appear only when used
+            if (key in _CONTROLS and value == _CONTROLS[key]) or (key in METHOD_KEYS and value is None):
+                continue  # experiment controls and unset method parameters appear only when used
             name = "lambda" if key == "lam" else key
             if key in ("embedder_kwargs", "method_kwargs"):
                 for k, v in value.items():
@@ -185,6 +212,7 @@ _CONTROLS: dict[str, Any] = {
     "placebo": False,
     "seed": 0,
     "method": "setpo",
+    "embed_dtype": "float32",
     "answer_extractor": "boxed",
     "correct_threshold": 0.0,
 }
@@ -198,10 +226,3 @@ def _hydra_value(value: Any) -> str:
     if isinstance(value, str) and any(c in value for c in " ,=[]{}()'\""):
         return repr(value)
     return str(value)
-
-
-def preset(name: str, **changes: Any) -> SetPOVerlConfig:
-    """The paper's SetPO settings for one of ``PAPER_LAMBDA``'s keys, with optional field changes."""
-    if name not in PAPER_LAMBDA:
-        raise ValueError(f"unknown SetPO preset {name!r}; known: {sorted(PAPER_LAMBDA)}")
-    return SetPOVerlConfig(lam=PAPER_LAMBDA[name], **changes)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import torch
 
-from setpo.embedders import Embedder, build_embedder, check_embeddings
+from setpo.embedders import Embedder, build_embedder, embedder_accepts
 from setpo.integrations.verl.config import SetPOVerlConfig
 
 
@@ -28,7 +28,8 @@ def decode_responses(tokenizer, responses: torch.Tensor, lengths: Sequence[int],
 
 
 def embedder_from_config(cfg: SetPOVerlConfig) -> Embedder:
-    """``setpo.embedders.build_embedder(cfg.embedder, device=cfg.embed_device, **cfg.embedder_kwargs)``."""
+    """``setpo.embedders.build_embedder(cfg.embedder, device=cfg.embed_device, **cfg.embedder_kwargs)``, its dtype
+    pinned: ``cfg.embed_dtype`` on "cuda", float32 on "cpu" (for a model-backed embedder, via ``model_kwargs``)."""
     if cfg.embed_device == "cuda" and not torch.cuda.is_available():
         raise ValueError(
             "setpo.embed_device=cuda but this process sees no CUDA device (CUDA_VISIBLE_DEVICES="
@@ -38,10 +39,16 @@ def embedder_from_config(cfg: SetPOVerlConfig) -> Embedder:
         )
     kwargs = dict(cfg.embedder_kwargs)
     kwargs.setdefault("device", cfg.embed_device)
+    if embedder_accepts(cfg.embedder, ["model_kwargs"]):
+        dtype = getattr(torch, cfg.embed_dtype if cfg.embed_device == "cuda" else "float32")
+        kwargs["model_kwargs"] = {"dtype": dtype, **(kwargs.get("model_kwargs") or {})}
     return build_embedder(cfg.embedder, **kwargs)
 
 
-def embed_texts(embedder: Embedder, texts: Sequence[str]) -> torch.Tensor:
-    """(N, d) float tensor on CPU for N texts, checked for shape and finiteness."""
-    emb = embedder(list(texts))
-    return check_embeddings(torch.as_tensor(emb), len(texts), f"embedder {embedder!r}").detach().cpu()
+def release_cached_memory(device: str | torch.device) -> bool:
+    """Return the embedder's cached activations to the driver after a step on a CUDA device (GPU 0 is shared with
+    the training workers); a no-op elsewhere. True when the cache was emptied."""
+    if torch.device(device).type != "cuda" or not torch.cuda.is_available():
+        return False
+    torch.cuda.empty_cache()
+    return True

@@ -1,4 +1,4 @@
-"""Pure functions behind the verl adapter: group rows by uid, SetPO credits per group, broadcast onto tokens.
+"""Pure functions behind the verl adapter: group rows by uid, final outputs of sessions, a method per uid group.
 
 Nothing here imports verl. A verl batch is a flat list of rows; the rollouts of one prompt share a ``uid``
 and may sit anywhere in the batch (verl reorders rows to balance sequence lengths), and groups may differ
@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
-from setpo.core import ShapingSpec, SmallGroupPolicy, group_credits, setpo_advantages
-from setpo.core._checks import as_float_tensor, check_finite
-from setpo.core.credits import check_small_group_policy
-from setpo.core.kernels import ZeroNormPolicy
+from setpo.integrations.verl.config import ANSWER_EXTRACTORS, SetPOVerlConfig
+from setpo.methods import GroupBatch
 
 
 def _as_uid_list(uids: Sequence[Hashable], n: int | None = None) -> list:
@@ -78,75 +77,12 @@ def session_final_rows(batch_keys: Sequence[str]) -> tuple[np.ndarray, np.ndarra
     return final_rows, np.asarray([position[s] for s in row_session], dtype=np.int64)
 
 
-def _small_group_error(uid: Hashable, size: int) -> ValueError:
-    return ValueError(
-        f"uid group {uid!r} has {size} rollout(s); the SetPO leave-one-out credit needs at least 3 "
-        "(set setpo.small_group=zero to give such groups a zero credit)"
-    )
-
-
-def _check_embeddings(embeddings, n: int) -> torch.Tensor:
-    e = as_float_tensor(embeddings, "embeddings")
-    if e.dim() != 2 or e.shape[0] != n:
-        raise ValueError(f"embeddings must have shape ({n}, d), got {tuple(e.shape)}")
-    check_finite(e, "embeddings")
-    return e.to(torch.float64)
-
-
-def credits_by_uid(
-    embeddings,
-    uids: Sequence[Hashable],
-    g: ShapingSpec = "neglog1p",
-    small_group: SmallGroupPolicy = "zero",
-    active: Sequence[bool] | None = None,
-    on_zero_norm: ZeroNormPolicy = "isolate",
-) -> torch.Tensor:
-    """Per-row SetPO credit s_i = D(Omega) - D(Omega \\ {o_i}) (paper eq. 5) within each uid group; (N, d) -> (N,).
-
-    Groups of equal size are stacked and go through ``setpo.group_credits`` (cosine kernel, Lemma D.1) as one
-    batch. Inactive rows (padding) and, with ``small_group="zero"``, groups of fewer
-    than 3 rows get credit 0. Float64 throughout.
-    """
-    uid_list = _as_uid_list(uids)
-    e = _check_embeddings(embeddings, len(uid_list))
-    check_small_group_policy(small_group, "small_group")
-    credits = torch.zeros(len(uid_list), dtype=torch.float64, device=e.device)
-    by_size: dict[int, list[np.ndarray]] = {}
-    for rows in group_rows_by_uid(uid_list, active):
-        if len(rows) < 3:
-            if small_group == "raise":
-                raise _small_group_error(uid_list[rows[0]], len(rows))
-            continue
-        by_size.setdefault(len(rows), []).append(rows)
-    for groups in by_size.values():
-        idx = torch.as_tensor(np.stack(groups), device=e.device)  # (n_groups, G)
-        credits[idx.reshape(-1)] = group_credits(e[idx], idx.shape[1], shaping=g, on_zero_norm=on_zero_norm).reshape(-1)
-    return credits
-
-
-def add_credits_to_token_advantages(token_advantages, response_mask, credits, lam: float) -> torch.Tensor:
-    """A_hat = A_bar + lambda * s (paper eq. 6) on verl's token layout: row credit s_i broadcast over the response mask.
-
-    verl's outcome estimators write A_bar_i * mask[i, t]; the result is (A_bar_i + lambda s_i) * mask[i, t],
-    in the dtype of `token_advantages`. With lambda = 0 it equals `token_advantages` exactly.
-    """
-    adv = as_float_tensor(token_advantages, "token_advantages")
-    mask = torch.as_tensor(response_mask)
-    if adv.dim() != 2 or mask.shape != adv.shape:
-        raise ValueError(
-            f"token_advantages and response_mask must both be (N, T), got {tuple(adv.shape)} and {tuple(mask.shape)}"
-        )
-    s = as_float_tensor(credits, "credits")
-    if s.shape != (adv.shape[0],):
-        raise ValueError(f"credits must have shape ({adv.shape[0]},), got {tuple(s.shape)}")
-    check_finite(s, "credits")
-    token_credit = s.to(device=adv.device, dtype=adv.dtype).unsqueeze(-1) * mask.to(device=adv.device, dtype=adv.dtype)
-    return setpo_advantages(adv, token_credit, lam)
-
-
-def credit_metrics(credits: torch.Tensor, groups: list[np.ndarray], prefix: str = "setpo") -> dict[str, float]:
-    """Summary numbers for logging: mean/std/min/max credit over rows of scored groups, group counts."""
-    scored = [rows for rows in groups if len(rows) >= 3]
+def credit_metrics(
+    credits: torch.Tensor, groups: list[np.ndarray], min_group: int = 3, prefix: str = "setpo"
+) -> dict[str, float]:
+    """Summary numbers for logging: mean/std/min/max of the method's term over rows of groups of at least
+    ``min_group`` rows (the groups it acts on; SetPO: 3), group counts."""
+    scored = [rows for rows in groups if len(rows) >= min_group]
     out = {f"{prefix}/num_groups": float(len(groups)), f"{prefix}/num_small_groups": float(len(groups) - len(scored))}
     if scored:
         s = credits[torch.as_tensor(np.concatenate(scored))].double()
@@ -159,3 +95,59 @@ def credit_metrics(credits: torch.Tensor, groups: list[np.ndarray], prefix: str 
             }
         )
     return out
+
+
+def method_by_uid(
+    cfg: SetPOVerlConfig,
+    uids: list,
+    scores: torch.Tensor,
+    texts: list[str] | None,
+    embed,
+    base: torch.Tensor | None = None,
+    params: dict[str, Any] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(values, acting): the method's per-row values (new scores, or advantages given ``base``) of rows grouped by uid,
+    (N,) float64, and the rows it acted on (N,) bool.
+
+    Groups of equal size are stacked into one `GroupBatch` (B groups x G rows) holding only the inputs the method
+    reads: texts, answers (``cfg.answer_extractor``), embeddings (``embed(texts)``), correct (score >
+    ``cfg.correct_threshold``). A group smaller than the method's ``min_group`` keeps its score / A_bar
+    (``cfg.small_group="zero"``) or stops the step (``"raise"``). ``params``: the method's parameters (default
+    ``cfg.method_params``).
+    """
+    method = cfg.diversity_method
+    params = cfg.method_params if params is None else params
+    needs = method.required_inputs(**params)
+    by_size: dict[int, list[np.ndarray]] = {}
+    for rows in group_rows_by_uid(uids):
+        if len(rows) < method.min_group:
+            if cfg.small_group == "raise":
+                raise ValueError(
+                    f"uid group {uids[rows[0]]!r} has {len(rows)} rollout(s); setpo.method={cfg.method} needs at "
+                    f"least {method.min_group} (set setpo.small_group=zero to keep A_bar for such groups)"
+                )
+            continue
+        by_size.setdefault(len(rows), []).append(rows)
+    if params.get("scope") == "batch" and len(by_size) > 1:
+        raise ValueError(f"{cfg.method} with scope='batch' needs uid groups of one size, got sizes {sorted(by_size)}")
+    out = (scores if base is None else base).double().clone()
+    acting = torch.zeros(len(uids), dtype=torch.bool)
+    if not by_size:
+        return out, acting
+    emb = embed(texts) if "embeddings" in needs else None
+    for size, gs in by_size.items():
+        idx = np.concatenate(gs)
+        fields: dict[str, Any] = {}
+        if "texts" in needs:
+            fields["texts"] = [texts[i] for i in idx]
+        if "answers" in needs:
+            fields["answers"] = [ANSWER_EXTRACTORS[cfg.answer_extractor](texts[i]) for i in idx]
+        if emb is not None:
+            fields["embeddings"] = emb[torch.as_tensor(idx)]
+        if "correct" in needs:
+            fields["correct"] = scores[torch.as_tensor(idx)] > cfg.correct_threshold
+        batch = GroupBatch.from_rows(scores[torch.as_tensor(idx)].double(), size, **fields)
+        adv = None if base is None else base[torch.as_tensor(idx)].double().view(-1, size)
+        out[torch.as_tensor(idx)] = method(batch, adv, **params).reshape(-1).double()
+        acting[torch.as_tensor(idx)] = True
+    return out, acting

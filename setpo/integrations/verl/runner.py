@@ -30,6 +30,8 @@ CONFIG_NAME = "ppo_trainer"
 #: Ray >= 2.49 reads it in each worker (ray-project/ray#54928): "0" keeps CUDA_VISIBLE_DEVICES of an actor that
 #: reserves no GPU as the node set it; older Ray always blanks it, Ray >= 2.60 does not by default.
 RAY_GPU_VISIBILITY_ENV = {"RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0"}
+#: An advantage-estimator name users try, which verl cannot have (below).
+NO_SUCH_ESTIMATOR = "setpo"
 NO_SETPO_ESTIMATOR = (
     "algorithm.adv_estimator=setpo does not exist: verl 0.9.1 passes an advantage estimator the rewards, mask, "
     f"uids and config.algorithm but never the responses, so no estimator can compute the SetPO credit. Use "
@@ -113,14 +115,14 @@ def check_config(config: DictConfig, runtime: bool = False) -> SetPOVerlConfig:
     mode = config.trainer.v1.trainer_mode
     trainer_cls = get_trainer_cls(mode)
     adv_estimator = config.algorithm.adv_estimator
-    if getattr(adv_estimator, "value", adv_estimator) == "setpo":
+    if getattr(adv_estimator, "value", adv_estimator) == NO_SUCH_ESTIMATOR:
         raise ValueError(NO_SETPO_ESTIMATOR)
     if issubclass(trainer_cls, SetPOTrainerSync):
         check_base_estimator(adv_estimator)
-    elif "setpo" in config and setpo_cfg.lam > 0:
+    elif "setpo" in config and setpo_cfg.enabled:
         raise ValueError(
-            f"setpo.lambda={setpo_cfg.lam} would be ignored by trainer.v1.trainer_mode={mode}: "
-            f"set trainer.v1.trainer_mode={TRAINER_MODE} (or drop the setpo section for a baseline run)"
+            f"setpo.method={setpo_cfg.method} ({setpo_cfg.as_overrides()}) would be ignored by trainer.v1.trainer_mode="
+            f"{mode}: set trainer.v1.trainer_mode={TRAINER_MODE} (or drop the setpo section for a baseline run)"
         )
     get_adv_estimator_fn(adv_estimator)
     get_policy_loss_fn(config.actor_rollout_ref.actor.policy_loss.loss_mode)

@@ -1,21 +1,22 @@
-"""V1 trainer mode ``setpo_sync``: verl's sync PPO trainer whose ``_compute_advantage`` adds lambda * s per uid group.
+"""V1 trainer mode ``setpo_sync``: verl's sync PPO trainer whose ``_compute_advantage`` runs one registered method.
 
-verl computes the base advantage (GRPO for GRPO / GSPO / DAPO runs) and writes it to the TransferQueue; this
-trainer then reads ``uid``, ``responses``, ``response_mask`` and ``advantages`` back, decodes the responses
-with the tokenizer, embeds them, computes the leave-one-out credits of each uid group with the core and writes
-A_bar + lambda * s back (broadcast over the response mask, the layout verl's outcome estimators use).
-``returns`` are left as verl wrote them: the actor loss reads only ``advantages``.
-
-``+setpo.method=NAME`` selects another diversity method instead of the credit (``setpo.methods``). A "reward" method
+The method (``+setpo.method=NAME``, SetPO by default: A_bar + lambda s per uid group, eq. 6) is dispatched through
+``setpo.methods`` like every other. An "advantage" method (SetPO, pass@k) runs after verl's own advantage step
+(GRPO for GRPO / GSPO / DAPO runs): the trainer reads ``uid``, ``responses``, ``response_mask``, ``rm_scores`` and
+``advantages`` back from the TransferQueue, decodes the responses, builds one `GroupBatch` per group size (uid
+groups may differ in size) with the inputs the method declares, calls the method at unit weight, applies the
+experiment controls of `setpo.core.controls` (weight, target ratio, placebo) to its term u = A - A_bar, and writes
+the result back broadcast over the response mask (the layout verl's outcome estimators use). A "reward" method
 (DRA-GRPO, DARLING, DIVER, DQO) maps each final output's sequence score R to R~ within its uid group; R~ - R is
 added to the last response token of ``rm_scores`` for verl's own advantage step (KL in reward, rollout correction,
-GRPO by uid, multi-output sessions), after which the original ``rm_scores`` are written back. A method with
-``group_scale="none"`` (DARLING) runs that step with ``norm_adv_by_std_in_grpo=False``. An "advantage" method
-(pass@k) maps verl's per-row advantages after the step and writes them back broadcast over the response mask.
+GRPO by uid, multi-output sessions), after which the original ``rm_scores`` are written back; a method with
+``group_scale="none"`` (DARLING) runs that step with ``norm_adv_by_std_in_grpo=False``. ``returns`` are left as
+verl wrote them: the actor loss reads only ``advantages``.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -28,21 +29,15 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
-from setpo.core.controls import placebo_permutation, ratio_lambda
-from setpo.embedders import Embedder
-from setpo.integrations.verl.config import ANSWER_EXTRACTORS, SetPOVerlConfig
-from setpo.integrations.verl.embedding import decode_responses, embed_texts, embedder_from_config
-from setpo.integrations.verl.groups import (
-    add_credits_to_token_advantages,
-    credit_metrics,
-    credits_by_uid,
-    group_rows_by_uid,
-    session_final_rows,
-)
-from setpo.methods import GroupBatch
+from setpo.core.controls import controlled_advantages, placebo_permutation
+from setpo.embedders import Embedder, embed_texts
+from setpo.integrations.verl.config import SetPOVerlConfig
+from setpo.integrations.verl.embedding import decode_responses, embedder_from_config, release_cached_memory
+from setpo.integrations.verl.groups import credit_metrics, group_rows_by_uid, method_by_uid, session_final_rows
 
-SETPO_FIELDS = ["uid", "responses", "response_mask", "advantages"]
-METHOD_FIELDS = ["uid", "responses", "response_mask", "rm_scores"]
+logger = logging.getLogger(__name__)
+
+FIELDS = ["uid", "responses", "response_mask", "rm_scores"]
 #: Base estimators the SetPO mode refuses; any group-relative outcome estimator (GRPO, RLOO, ...) works.
 INCOMPATIBLE_ESTIMATORS = {
     "gae": "it needs a critic and returns value targets",
@@ -65,111 +60,6 @@ def check_base_estimator(adv_estimator: Any) -> str:
     return str(name)
 
 
-def shape_advantages(
-    data: TensorDict,
-    batch_keys: list[str],
-    tags: list[dict],
-    tokenizer: Any,
-    embedder: Embedder,
-    cfg: SetPOVerlConfig,
-    step: int = 0,
-    last_lambda: float = 0.0,
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """A_bar + lambda * s on one batch as read from the TransferQueue (nested jagged fields).
-
-    Returns the new advantages as a jagged nested tensor (the layout to write back) and logging metrics
-    (``setpo/lambda`` is the lambda used). Rows tagged ``is_padding`` (verl's batch-size padding) get no credit and
-    do not join any group. ``cfg.placebo`` permutes the credits across uid groups (seeded by ``cfg.seed`` and
-    ``step``); ``cfg.target_ratio`` sets lambda from this batch (``last_lambda`` when the batch gives no ratio).
-    """
-    response_mask = data["response_mask"]
-    n = len(batch_keys)
-    if response_mask.size(0) != n or len(tags) != n:
-        raise ValueError(f"batch has {n} keys, {len(tags)} tags and {response_mask.size(0)} rows")
-    mask = response_mask.to_padded_tensor(0)
-    advantages = data["advantages"].to_padded_tensor(0.0)
-    responses_nt = data["responses"]
-    lengths = responses_nt.offsets().diff()
-    pad_id = getattr(tokenizer, "pad_token_id", None)
-    responses = responses_nt.to_padded_tensor(0 if pad_id is None else pad_id)
-    uids = _as_list(data["uid"])
-
-    final_rows, row_to_session = session_final_rows(batch_keys)
-    # the final output of every real (non-padding) session is what gets embedded and scored
-    rows = np.asarray([r for r in final_rows if not tags[r].get("is_padding", False)], dtype=np.int64)
-    row_uids = [uids[r] for r in rows]
-    texts = decode_responses(tokenizer, responses[rows], lengths[rows], cfg.skip_special_tokens)
-
-    t0 = time.perf_counter()
-    emb = embed_texts(embedder, texts)
-    t1 = time.perf_counter()
-    credits = credits_by_uid(emb, row_uids, g=cfg.shaping, small_group=cfg.small_group)
-    if cfg.placebo:
-        group_ids = torch.as_tensor([list(dict.fromkeys(row_uids)).index(u) for u in row_uids])
-        generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
-        credits = credits[placebo_permutation(group_ids, generator)]
-    lam = cfg.lam
-    if cfg.target_ratio is not None:
-        # outcome estimators broadcast one A_bar per row over its response tokens
-        row_mask = mask[torch.as_tensor(rows)].double()
-        base = (advantages[torch.as_tensor(rows)].double() * row_mask).sum(-1) / row_mask.sum(-1).clamp_min(1)
-        found = ratio_lambda(credits, base, cfg.target_ratio)
-        lam = last_lambda if found is None else found
-    t2 = time.perf_counter()
-    by_row = torch.zeros(n, dtype=torch.float64)
-    by_row[torch.as_tensor(rows)] = credits
-    row_credits = by_row[torch.as_tensor(final_rows)][torch.as_tensor(row_to_session)]
-    shaped = add_credits_to_token_advantages(advantages, mask, row_credits, lam)
-
-    metrics = credit_metrics(credits, group_rows_by_uid(row_uids))
-    metrics["setpo/lambda"] = float(lam)
-    metrics["setpo/placebo"] = float(cfg.placebo)
-    metrics["timing_s/setpo_embed"] = t1 - t0
-    metrics["timing_s/setpo_credit"] = t2 - t1
-    return response_to_nested(shaped, response_mask), metrics
-
-
-def method_by_uid(
-    cfg: SetPOVerlConfig,
-    uids: list,
-    scores: torch.Tensor,
-    texts: list[str] | None,
-    embed,
-    base: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """The method's per-row values (new scores, or advantages given ``base``) of rows grouped by uid; (N,) float64.
-
-    Groups of equal size are stacked into one `GroupBatch` (B groups x G rows) holding only the inputs the method
-    reads: texts, answers (``cfg.answer_extractor``), embeddings (``embed(texts)``), correct (score >
-    ``cfg.correct_threshold``).
-    """
-    method, params = cfg.diversity_method, cfg.method_params
-    needs = method.required_inputs(**params)
-    groups = group_rows_by_uid(uids)
-    by_size: dict[int, list[np.ndarray]] = {}
-    for rows in groups:
-        by_size.setdefault(len(rows), []).append(rows)
-    if params.get("scope") == "batch" and len(by_size) > 1:
-        raise ValueError(f"{cfg.method} with scope='batch' needs uid groups of one size, got sizes {sorted(by_size)}")
-    emb = embed(texts) if "embeddings" in needs else None
-    out = torch.zeros(len(uids), dtype=torch.float64)
-    for size, gs in by_size.items():
-        idx = np.concatenate(gs)
-        fields: dict[str, Any] = {}
-        if "texts" in needs:
-            fields["texts"] = [texts[i] for i in idx]
-        if "answers" in needs:
-            fields["answers"] = [ANSWER_EXTRACTORS[cfg.answer_extractor](texts[i]) for i in idx]
-        if emb is not None:
-            fields["embeddings"] = emb[torch.as_tensor(idx)]
-        if "correct" in needs:
-            fields["correct"] = scores[torch.as_tensor(idx)] > cfg.correct_threshold
-        batch = GroupBatch.from_rows(scores[torch.as_tensor(idx)].double(), size, **fields)
-        adv = None if base is None else base[torch.as_tensor(idx)].double().view(-1, size)
-        out[torch.as_tensor(idx)] = method(batch, adv, **params).reshape(-1).double()
-    return out
-
-
 def _final_real_rows(batch_keys: list[str], tags: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows scored: each real session's final output, all final rows, row -> session), as the credit uses them."""
     final_rows, row_to_session = session_final_rows(batch_keys)
@@ -179,7 +69,7 @@ def _final_real_rows(batch_keys: list[str], tags: list[dict]) -> tuple[np.ndarra
 
 @register_trainer("setpo_sync")
 class SetPOTrainerSync(PPOTrainerSync):
-    """verl's sync trainer plus the SetPO credit (settings from the config's top-level ``setpo`` section)."""
+    """verl's sync trainer plus one diversity method (settings from the config's top-level ``setpo`` section)."""
 
     def __init__(self, config):
         super().__init__(config)
@@ -193,7 +83,7 @@ class SetPOTrainerSync(PPOTrainerSync):
         return super()._build_replay_buffer()
 
     def _init_setpo(self) -> None:
-        """Read the ``setpo`` section and build the embedder now (lambda > 0), before verl loads any model.
+        """Read the ``setpo`` section and build the embedder now (when needed), before verl loads any model.
 
         A wrong embedder name, a missing package or a GPU this process cannot see then fails at start-up,
         not at the first advantage step after model loading and a rollout.
@@ -201,31 +91,42 @@ class SetPOTrainerSync(PPOTrainerSync):
         self.setpo_config = SetPOVerlConfig.from_mapping(self.config.get("setpo"))
         check_base_estimator(self.config.algorithm.adv_estimator)
         self._setpo_embedder: Embedder | None = None
-        self._setpo_last_lambda = 0.0
+        self._last_lambda = 0.0  # the last weight set from the target ratio
+        self._embed_seconds = 0.0
+        self._reported_idle = False
         if self.setpo_config.needs_embedder:
             self._setpo_embedder = embedder_from_config(self.setpo_config)
 
     @property
     def setpo_embedder(self) -> Embedder:
-        """Built at init (lambda > 0) or on first use, in this (trainer) process, on ``setpo.embed_device``."""
+        """Built at init (when needed) or on first use, in this (trainer) process, on ``setpo.embed_device``."""
         if self._setpo_embedder is None:
             self._setpo_embedder = embedder_from_config(self.setpo_config)
         return self._setpo_embedder
 
     def _method_texts(self, data: TensorDict, rows: np.ndarray) -> list[str] | None:
-        needs = self.setpo_config.diversity_method.required_inputs(**self.setpo_config.method_params)
-        if not needs & {"texts", "answers", "embeddings"}:
+        cfg = self.setpo_config
+        if not cfg.diversity_method.required_inputs(**cfg.method_params) & {"texts", "answers", "embeddings"}:
             return None
         responses_nt = data["responses"]
         pad_id = getattr(self.tokenizer, "pad_token_id", None)
         responses = responses_nt.to_padded_tensor(0 if pad_id is None else pad_id)
         lengths = responses_nt.offsets().diff()
-        return decode_responses(self.tokenizer, responses[rows], lengths[rows], self.setpo_config.skip_special_tokens)
+        return decode_responses(self.tokenizer, responses[rows], lengths[rows], cfg.skip_special_tokens)
+
+    def _embed(self, texts: list[str]) -> torch.Tensor:
+        """(N, d) float32 CPU embeddings; the embedder's cached CUDA memory is released afterwards."""
+        t0 = time.perf_counter()
+        try:
+            return embed_texts(self.setpo_embedder, texts)
+        finally:
+            release_cached_memory(self.setpo_config.embed_device)
+            self._embed_seconds += time.perf_counter() - t0
 
     def _reward_method_advantage(self, batch, metrics: dict):
         """verl's advantage step on scores R~ from the method, then the original ``rm_scores`` written back."""
         cfg = self.setpo_config
-        data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=METHOD_FIELDS)
+        data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=FIELDS)
         original = data["rm_scores"]
         scores = original.to_padded_tensor(0.0)
         lengths = original.offsets().diff()
@@ -233,9 +134,7 @@ class SetPOTrainerSync(PPOTrainerSync):
         rows, _, _ = _final_real_rows(batch.keys, batch.tags)
         uids = _as_list(data["uid"])
         texts = self._method_texts(data, rows)
-        new = method_by_uid(
-            cfg, [uids[r] for r in rows], seq[rows], texts, lambda t: embed_texts(self.setpo_embedder, t)
-        )
+        new, _ = method_by_uid(cfg, [uids[r] for r in rows], seq[rows], texts, self._embed)
         delta = torch.zeros(len(batch.keys), dtype=torch.float64)
         delta[torch.as_tensor(rows)] = new - seq[rows]
         changed = scores.clone()
@@ -268,11 +167,10 @@ class SetPOTrainerSync(PPOTrainerSync):
         return batch
 
     def _advantage_method(self, batch, metrics: dict):
-        """The method's advantages from verl's per-row advantages, broadcast over each row's response mask."""
-        cfg = self.setpo_config
-        data = tq.kv_batch_get(
-            keys=batch.keys, partition_id=batch.partition_id, select_fields=[*METHOD_FIELDS, "advantages"]
-        )
+        """The method's advantages from verl's per-row A_bar, the controls on its term, broadcast over the mask."""
+        cfg, method = self.setpo_config, self.setpo_config.diversity_method
+        t0 = time.perf_counter()
+        data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=[*FIELDS, "advantages"])
         response_mask = data["response_mask"]
         mask = response_mask.to_padded_tensor(0)
         advantages = data["advantages"].to_padded_tensor(0.0)
@@ -281,17 +179,49 @@ class SetPOTrainerSync(PPOTrainerSync):
         base = (advantages.double() * m).sum(-1) / m.sum(-1).clamp_min(1)  # outcome estimators: one value per row
         rows, final_rows, row_to_session = _final_real_rows(batch.keys, batch.tags)
         uids = _as_list(data["uid"])
-        texts = self._method_texts(data, rows)
+        row_uids = [uids[r] for r in rows]
         idx = torch.as_tensor(rows)
-        new = method_by_uid(
-            cfg, [uids[r] for r in rows], seq[idx], texts, lambda t: embed_texts(self.setpo_embedder, t), base[idx]
-        )
+        params = dict(cfg.method_params)
+        lam = 1.0
+        if method.scale is not None:  # the weight is the controls' lambda; the method runs at unit weight
+            lam, params[method.scale] = params[method.scale], 1.0
+        self._embed_seconds = 0.0
+        texts = self._method_texts(data, rows)
+        unit, acting = method_by_uid(cfg, row_uids, seq[idx], texts, self._embed, base[idx], params)
+        own = term = unit - base[idx]
+        if method.scale is None and cfg.target_ratio is None and not cfg.placebo:
+            new = unit
+        else:
+            placebo = None
+            if cfg.placebo:
+                group_ids = torch.as_tensor([list(dict.fromkeys(row_uids)).index(u) for u in row_uids])
+                step = int(getattr(self, "global_steps", 0) or 0)
+                placebo = placebo_permutation(group_ids, torch.Generator().manual_seed(cfg.seed * 1_000_003 + step))
+                term = term[placebo].masked_fill(~acting, 0.0)
+            if cfg.target_ratio is not None:
+                lam = self._last_lambda
+            new, lam = controlled_advantages(
+                base[idx], own, acting, lam, target_ratio=cfg.target_ratio, placebo=placebo
+            )
+            self._last_lambda = lam
         by_row = base.clone()
         by_row[idx] = new
         row_values = by_row[torch.as_tensor(final_rows)][torch.as_tensor(row_to_session)]
         padding = torch.as_tensor([t.get("is_padding", False) for t in batch.tags])
         shaped = torch.where(padding.unsqueeze(-1), advantages, (row_values.unsqueeze(-1) * m).to(advantages.dtype))
-        metrics[f"method/{cfg.method}/advantage_delta"] = float((new - base[idx]).abs().mean())
+        metrics.update(credit_metrics(term, group_rows_by_uid(row_uids), method.min_group))
+        metrics["setpo/lambda"] = float(lam)
+        metrics["setpo/placebo"] = float(cfg.placebo)
+        metrics["timing_s/setpo_embed"] = self._embed_seconds
+        metrics["timing_s/setpo"] = time.perf_counter() - t0
+        metrics["timing_s/setpo_credit"] = metrics["timing_s/setpo"] - self._embed_seconds
+        metrics[f"method/{cfg.method}/advantage_delta"] = float((new - base[idx]).abs().mean()) if len(rows) else 0.0
+        if not bool(acting.any()) and not self._reported_idle:
+            self._reported_idle = True
+            logger.warning(
+                "setpo.method=%s acts on no row of this batch (no uid group of %d or more rows); such steps train "
+                "on A_bar alone (reported once)", cfg.method, method.min_group,
+            )  # fmt: skip
         return tq.kv_batch_put(
             keys=batch.keys,
             partition_id=batch.partition_id,
@@ -299,32 +229,9 @@ class SetPOTrainerSync(PPOTrainerSync):
         )
 
     def _compute_advantage(self, batch, metrics: dict):
-        method = self.setpo_config.diversity_method
-        if method is not None and method.entry == "reward":
+        if not self.setpo_config.enabled:
+            return super()._compute_advantage(batch, metrics)
+        if self.setpo_config.diversity_method.entry == "reward":
             return self._reward_method_advantage(batch, metrics)
         batch = super()._compute_advantage(batch, metrics)
-        if method is not None:
-            return self._advantage_method(batch, metrics)
-        if not self.setpo_config.enabled:
-            return batch
-        t0 = time.perf_counter()
-        data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=SETPO_FIELDS)
-        shaped, setpo_metrics = shape_advantages(
-            data,
-            batch.keys,
-            batch.tags,
-            self.tokenizer,
-            self.setpo_embedder,
-            self.setpo_config,
-            step=int(getattr(self, "global_steps", 0) or 0),
-            last_lambda=self._setpo_last_lambda,
-        )
-        self._setpo_last_lambda = setpo_metrics["setpo/lambda"]
-        batch = tq.kv_batch_put(
-            keys=batch.keys,
-            partition_id=batch.partition_id,
-            fields=TensorDict({"advantages": shaped}, batch_size=len(batch)),
-        )
-        setpo_metrics["timing_s/setpo"] = time.perf_counter() - t0
-        metrics.update(setpo_metrics)
-        return batch
+        return self._advantage_method(batch, metrics)
