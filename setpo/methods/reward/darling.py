@@ -1,4 +1,10 @@
-"""DARLING (Li et al., arXiv 2509.02534): quality times a partition-based diversity, no std normalisation."""
+"""DARLING (Li et al., arXiv 2509.02534): quality times a partition-based diversity, no std normalisation.
+
+Compared with the public code (facebookresearch/darling, a verl fork): the multiplicative reward, the diversity
+(n - |class|) / (n - 1) and its 0.1 floor are the code's; the code's ``add_bias`` option is not implemented here
+(no parameter selects it), and the code's learned pairwise equivalence classifier is replaced by the partitions
+below ("answer", "embedding") or a caller's function.
+"""
 
 from __future__ import annotations
 
