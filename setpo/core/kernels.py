@@ -30,7 +30,10 @@ def cosine_kernel(
     The kernel is computed and returned in at least float32: float16/bfloat16 embeddings give a float32 kernel
     (their values convert to float32 exactly), other dtypes are computed and returned as given. A 16-bit kernel
     would round every entry to 2^-8 (bfloat16): on a group of similar rollouts (mean cosine 0.96, G = 6) that
-    makes the largest credit 81% wrong, so the kernel is never rounded back to the embeddings' dtype.
+    makes the largest credit 81% wrong, so the kernel is never rounded back to the embeddings' dtype. Through
+    `group_credits`, bf16/fp16 embeddings give credits within 1% of the group's largest float64 credit plus 1e-6
+    (the float32 floor) on clustered and near-duplicate groups at G = 6 and 64
+    (tests/test_kernel_symmetry_and_precision.py).
     """
     e = as_float_tensor(embeddings, "embeddings")
     if e.dim() < 2:
