@@ -48,14 +48,16 @@ def test_group_advantages_with_zero_eps_and_tied_rewards_raises():
     assert torch.allclose(out, torch.tensor([-1.0, 0.0, 1.0]))
 
 
-def test_setpo_advantages_checks_base_and_lambda_and_keeps_base_dtype():
+def test_setpo_advantages_checks_base_and_lambda_and_keeps_a_base_dtype_of_32_bits_or_more():
     with pytest.raises(ValueError, match="base_advantages"):
         setpo.setpo_advantages(torch.tensor([float("nan")]), torch.zeros(1), 0.1)
     for bad in (True, "0.5", float("inf"), -0.1):
         with pytest.raises(ValueError, match="lambda"):
             setpo.setpo_advantages(torch.zeros(2), torch.zeros(2), bad)
     out = setpo.setpo_advantages(torch.zeros(2, dtype=torch.float16), torch.ones(2, dtype=torch.float64), 0.5)
-    assert out.dtype == torch.float16 and torch.equal(out, torch.full((2,), 0.5, dtype=torch.float16))
+    assert out.dtype == torch.float32 and torch.equal(out, torch.full((2,), 0.5))
+    out = setpo.setpo_advantages(torch.zeros(2, dtype=torch.float64), torch.ones(2, dtype=torch.float32), 0.5)
+    assert out.dtype == torch.float64
     tensor_lambda = setpo.setpo_advantages(torch.zeros(2), torch.ones(2), torch.tensor(0.25))
     assert torch.equal(tensor_lambda, torch.full((2,), 0.25))
 
@@ -141,3 +143,68 @@ def test_bare_strings_are_refused_by_every_text_metric():
             call()
             pytest.fail(f"{name} accepted a bare string")
     assert metrics.unique_at_n(["abc"]) == 1 and metrics.self_bleu(["a b", "a b"], max_n=2) == pytest.approx(1.0)
+
+
+# --- no silent number: overflow, 16-bit rewards, non-elementwise shaping, a normaliser returning None ---------------
+
+
+@pytest.mark.parametrize("scale", ["group", "batch", "none"])
+def test_group_advantages_that_overflow_raise(scale):
+    """Finite float32 rewards whose mean or std overflows: a ValueError naming the overflow, never inf or NaN."""
+    r = torch.tensor([3e38, 3e38, -3e38, 0.0])
+    with pytest.raises(ValueError, match="overflowed torch.float32"):
+        setpo.group_advantages(r, 4, scale=scale)
+    out = setpo.group_advantages(r.double(), 4, scale=scale)  # the same rewards in float64 are fine
+    ref = (r.double() - r.double().mean()) / (1.0 if scale == "none" else r.double().std() + 1e-4)
+    torch.testing.assert_close(out, ref, rtol=1e-12, atol=0)
+
+
+def test_setpo_advantages_that_overflow_raise():
+    with pytest.raises(ValueError, match="setpo_advantages overflowed torch.float32"):
+        setpo.setpo_advantages(torch.tensor([3e38, 0.0]), torch.tensor([3e38, 0.0]), 1.0)
+    with pytest.raises(ValueError, match="overflowed torch.float32"):  # float64 credits beyond float32's range
+        setpo.setpo_advantages(torch.tensor([0.0]), torch.tensor([1e39], dtype=torch.float64), 1.0)
+    assert setpo.setpo_advantages(torch.tensor([3e38]), torch.tensor([3e38], dtype=torch.float64), 0.0).isfinite().all()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_16_bit_rewards_give_float32_advantages_that_keep_small_credits(dtype):
+    """16-bit rewards are computed in float32 and returned in float32: the values equal the float32 computation of
+    the same (16-bit) rewards, and a credit of 1e-4 survives the sum with lambda = 1 (a bf16 sum would drop it)."""
+    r = torch.tensor([0.1, 0.7, 0.3, 0.9, 0.2, 0.4]).to(dtype)
+    a = setpo.group_advantages(r, 3)
+    assert a.dtype == torch.float32
+    torch.testing.assert_close(a, setpo.group_advantages(r.float(), 3), rtol=0, atol=0)
+    shaped = setpo.setpo_advantages(a.to(dtype), torch.full((6,), 1e-4), 1.0)
+    assert shaped.dtype == torch.float32
+    torch.testing.assert_close(shaped - a.to(dtype).float(), torch.full((6,), 1e-4), rtol=1e-3, atol=0)
+
+
+@pytest.mark.parametrize(
+    "g", [lambda x: x - x.mean(), lambda x: torch.softmax(x, -1), lambda x: x.sum(), lambda x: x.cumsum(-1)]
+)
+def test_a_shaping_that_is_not_elementwise_is_refused(g):
+    K = setpo.cosine_kernel(torch.randn(2, 5, 4, dtype=torch.float64))
+    for fn in (setpo.loo_credits, setpo.set_diversity):
+        with pytest.raises(ValueError, match="elementwise"):
+            fn(K, g)
+
+
+def test_an_elementwise_callable_shaping_still_matches_the_registered_one():
+    K = setpo.cosine_kernel(torch.randn(3, 6, 4, dtype=torch.float64))
+    own = setpo.loo_credits(K, lambda x: -torch.log1p(x))
+    torch.testing.assert_close(own, setpo.loo_credits(K), rtol=0, atol=1e-14)
+
+
+def test_a_normaliser_returning_none_is_refused():
+    """A custom normaliser that returns None would make every answer 'valid' and equal: refused by name."""
+    with pytest.raises(ValueError, match="normalize must return a string, got NoneType"):
+        setpo.gapo_rewards(["a", "b"], [{"a"}], 2, normalize=lambda t: None)
+    from setpo.methods.reward.darling import answer_partition
+
+    with pytest.raises(ValueError, match="normalize must return a string, got NoneType"):
+        answer_partition(["a", "b"], 2, normalize=lambda t: None)
+    with pytest.raises(ValueError, match="normalize must be a callable"):
+        setpo.gapo_rewards(["a", "b"], [{"a"}], 2, normalize=None)
+    upper = setpo.gapo_rewards(["A", "b"], [{"a"}], 2, normalize=lambda t: (t or "").lower())
+    assert upper.tolist() == [1.0, -1.0]

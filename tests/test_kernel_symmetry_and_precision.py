@@ -1,4 +1,5 @@
-"""Asymmetric kernels are refused beyond rounding; 16-bit inputs are computed in float32 and returned in their dtype."""
+"""Asymmetric kernels are refused beyond rounding; 16-bit inputs are computed in float32: a 16-bit kernel's credits
+come back in its dtype, 16-bit embeddings give a float32 kernel and credits in the embeddings' dtype."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import torch
 from strategies import make_kernel
 
 from setpo import cosine_kernel, local_mass, loo_credits, loo_credits_reference, set_diversity
+from setpo.core import group_credits
 from setpo.core._checks import asymmetry_tolerance
 
 KERNEL_FNS = [local_mass, set_diversity, loo_credits, loo_credits_reference]
@@ -85,12 +87,14 @@ def test_nan_is_still_reported_as_nan_in_an_asymmetric_kernel():
 def test_low_precision_embeddings_give_accurate_credits_at_G_64(dtype, tol, device):
     """bf16/fp16 embeddings: credits within `tol` of the largest credit computed in float64 from the same inputs.
 
-    Before the fix, bf16 gave errors of 40-60% of the largest credit and fp16 6-9%.
+    Before the fix, bf16 gave errors of 40-60% of the largest credit and fp16 6-9%. The kernel of 16-bit embeddings
+    is float32; a kernel rounded to the 16-bit dtype is computed in float32 and its credits come back in that dtype.
     """
     torch.manual_seed(0)
     e = torch.randn(8, 64, 384).to(dtype).to(device)
     K = cosine_kernel(e)
-    assert K.dtype == dtype
+    assert K.dtype == torch.float32
+    K = K.to(dtype)
     s = loo_credits(K)
     assert s.dtype == dtype and s.device.type == device
     exact = loo_credits(cosine_kernel(e.double()))
@@ -101,7 +105,8 @@ def test_low_precision_embeddings_give_accurate_credits_at_G_64(dtype, tol, devi
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_low_precision_kernel_is_computed_in_float32(dtype):
-    """Same 16-bit kernel: the result equals the float32 computation rounded once to the 16-bit dtype."""
+    """Same 16-bit kernel: the result equals the float32 computation rounded once to the 16-bit dtype; 16-bit
+    embeddings give exactly the float32 kernel of the same values."""
     K = cosine_kernel(torch.randn(4, 16, 32)).to(dtype)
     K32 = K.float()
     for fn in KERNEL_FNS:
@@ -109,7 +114,61 @@ def test_low_precision_kernel_is_computed_in_float32(dtype):
         assert out.dtype == dtype
         torch.testing.assert_close(out, fn(K32).to(dtype), rtol=0, atol=0)
     e = torch.randn(4, 16, 32).to(dtype)
-    torch.testing.assert_close(cosine_kernel(e), cosine_kernel(e.float()).to(dtype), rtol=0, atol=0)
+    K16 = cosine_kernel(e)
+    assert K16.dtype == torch.float32  # never rounded back to 16 bits
+    torch.testing.assert_close(K16, cosine_kernel(e.float()), rtol=0, atol=0)
+
+
+def _similar_groups(kind: str, G: int, gen: torch.Generator, batch: int = 16, d: int = 384) -> torch.Tensor:
+    """(batch, G, d) float64 embeddings: 'clustered' (3 centres, noise 0.35: mean cosine 0.31), 'near_duplicates'
+    (one centre, noise 0.2: mean cosine 0.96) or 'copies' (one centre, noise 0.01: mean cosine 0.9999)."""
+    centres, sigma = {"clustered": (3, 0.35), "near_duplicates": (1, 0.2), "copies": (1, 0.01)}[kind]
+    c = torch.randn(batch, centres, d, generator=gen, dtype=torch.float64)
+    which = torch.randint(0, centres, (batch, G), generator=gen)
+    base = torch.gather(c, 1, which.unsqueeze(-1).expand(batch, G, d))
+    return base + sigma * torch.randn(batch, G, d, generator=gen, dtype=torch.float64)
+
+
+# Credits of 16-bit embeddings through group_credits, against the float64 credits of the same (16-bit) values:
+# |s - s_64| <= REL * max_i |s_64,i| + ABS in every group. ABS is the float32 floor of loo_credits (about 1e-6
+# absolute, see its docstring); REL covers the final rounding of the credits to the 16-bit dtype (2^-8 for bf16).
+# Measured worst (seed 0, float32 credits): 1.1e-4 relative on clustered groups, 2.6e-3 at mean cosine 0.96 and
+# 3.5e-7 absolute on copies, whose credits (1e-7) sit at the float32 floor; rounding the credits to bf16 adds up to
+# 2^-9 relative. The same near-duplicate groups through a bf16 kernel: 95% of the largest credit, 15 of 96 signs
+# flipped at G = 6.
+BOUND_REL, BOUND_ABS = 1e-2, 1e-6
+
+
+@pytest.mark.parametrize("G", [6, 64])
+@pytest.mark.parametrize("kind", ["clustered", "near_duplicates", "copies"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_group_credits_of_16_bit_embeddings_are_within_the_stated_bound(dtype, kind, G):
+    """group_credits on bf16/fp16 embeddings vs the float64 credits of the same values (kernel in float32)."""
+    e = _similar_groups(kind, G, torch.Generator().manual_seed(0)).to(dtype)
+    s = group_credits(e, G)
+    exact = group_credits(e.double(), G)
+    err = (s.double() - exact).abs()
+    allowed = BOUND_REL * exact.abs().amax(-1, keepdim=True) + BOUND_ABS
+    assert bool((err <= allowed).all()), float((err - allowed).max())
+    clear = exact.abs() > allowed  # a credit larger than the bound keeps its sign
+    assert bool((s.double().sign() == exact.sign())[clear].all())
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_group_credits_come_back_in_the_embeddings_dtype(dtype):
+    """The kernel is float32 internally, but credits return in the caller's dtype (flat and grouped layouts)."""
+    e = _similar_groups("near_duplicates", 6, torch.Generator().manual_seed(1), batch=4).to(dtype)
+    assert group_credits(e, 6).dtype == dtype
+    assert group_credits(e.reshape(24, -1), 6).dtype == dtype
+
+
+def test_a_16_bit_kernel_would_break_the_bound():
+    """The bound is not vacuous: rounding the kernel of the same near-duplicate groups to bf16 exceeds it by far."""
+    e = _similar_groups("near_duplicates", 6, torch.Generator().manual_seed(0)).to(torch.bfloat16)
+    exact = group_credits(e.double(), 6)
+    rounded = loo_credits(cosine_kernel(e).to(torch.bfloat16)).double().reshape(exact.shape)
+    allowed = BOUND_REL * exact.abs().amax(-1, keepdim=True) + BOUND_ABS
+    assert float(((rounded - exact).abs() - allowed).max()) > 0
 
 
 # --- the fast paths agree with the general one ----------------------------------------------------------------------

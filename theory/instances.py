@@ -149,6 +149,16 @@ EXTRA: dict[str, Shaping] = {
     "constant": Shaping(
         "constant", lambda x: torch.zeros_like(x), lambda x: torch.zeros_like(x), lambda x: torch.zeros_like(x)
     ),
+    # -3 log(1+x): the paper's g scaled, so M = max |g'| = 3 and L = max |g''| = 3 (every registered g has M = 1).
+    "neglog1p_x3": Shaping(
+        "neglog1p_x3", lambda x: -3.0 * torch.log1p(x), lambda x: -3.0 / (1.0 + x), lambda x: 3.0 / (1.0 + x) ** 2
+    ),
+    # increasing with M = 3: 3 log(1+x) (Thm C.8 needs only M > 0, so its bound must use this M, not 1).
+    "increasing_x3": Shaping(
+        "increasing_x3", lambda x: 3.0 * torch.log1p(x), lambda x: 3.0 / (1.0 + x), lambda x: -3.0 / (1.0 + x) ** 2
+    ),
+    # -(x - 1/2)^3: strictly decreasing, but g'(1/2) = 0 (Thm 4.4's sign needs g' < 0 at the two masses).
+    "cubic": Shaping("cubic", lambda x: -((x - 0.5) ** 3), lambda x: -3.0 * (x - 0.5) ** 2, lambda x: -6.0 * (x - 0.5)),
     # steep exponential exp(-5x): strictly decreasing, violates m g'' < -2 g' for m > 2/5.
     "steep_exp": Shaping(
         "steep_exp",

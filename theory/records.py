@@ -94,17 +94,24 @@ def slack_record(result: str, check: str, kind: str, instances: int, slacks, tol
 def tightness_record(
     result: str, check: str, instances: int, ratios: torch.Tensor, unit: str, least: bool = False, digits: int = 3
 ) -> CheckRecord:
-    """An INFO record of how tight a bound is: the largest ratio (smallest when `least`), median, 90th percentile."""
+    """How tight a bound is: the largest ratio true / bound (smallest when `least`, for ratios bound to be >= 1),
+    median, 90th percentile. INFO while every ratio is on the bound's side of 1 (to 1e-9), FAIL otherwise: a ratio
+    past 1 means the bound itself is violated."""
+    if ratios.numel() == 0 or bool(torch.isnan(ratios).any()):
+        raise ValueError(f"{check}: no ratios, or NaN among them")
     median, p90 = torch.quantile(ratios, torch.tensor([0.5, 0.9], dtype=ratios.dtype)).tolist()
+    worst = float(ratios.min() if least else ratios.max())
+    violated = worst < 1 - 1e-9 if least else worst > 1 + 1e-9
     return CheckRecord(
         result,
         check,
         "tightness",
         instances,
         "min ratio" if least else "max ratio",
-        float(ratios.min() if least else ratios.max()),
-        Verdict.INFO,
-        detail=f"median {median:.{digits}f}, 90th percentile {p90:.{digits}f} over {ratios.numel()} {unit}",
+        worst,
+        Verdict.FAIL if violated else Verdict.INFO,
+        detail=f"median {median:.{digits}f}, 90th percentile {p90:.{digits}f} over {ratios.numel()} {unit}"
+        + (" (BOUND VIOLATED)" if violated else ""),
     )
 
 
@@ -115,15 +122,14 @@ def search_record(
     found: bool,
     worst: float,
     detail: str,
-    expect_found: bool | None,
+    expect_found: bool,
     metric: str = "worst violation",
 ) -> CheckRecord:
-    """A counterexample search with an assumption dropped; `expect_found` None means either outcome is fine."""
+    """A counterexample search with an assumption dropped: the other outcome than `expect_found` is a failure."""
+    if not isinstance(expect_found, bool):
+        raise ValueError(f"a search needs an expected outcome (True or False), got {expect_found!r}")
     verdict = Verdict.COUNTEREXAMPLE if found else Verdict.NONE_FOUND
-    if expect_found is None:
-        expected = verdict
-    else:
-        expected = Verdict.COUNTEREXAMPLE if expect_found else Verdict.NONE_FOUND
+    expected = Verdict.COUNTEREXAMPLE if expect_found else Verdict.NONE_FOUND
     return CheckRecord(result, check, "counterexample", instances, metric, worst, verdict, expected, detail)
 
 

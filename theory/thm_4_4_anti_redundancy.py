@@ -2,8 +2,9 @@
 
 Statement: for G >= 3 and t != i, with the kernel entry k(o_i, o_t) = k(o_t, o_i) varied as one variable,
     d s_i / d k(o_i, o_t) = (g'(m_i) + g'(m_t)) / (G (G-1)),
-which is < 0 when g' < 0 (g strictly decreasing, Assumption C.1); Assumption 4.1 (g non-increasing)
-only gives <= 0.
+which is < 0 when g'(m_i) < 0 and g'(m_t) < 0 at the two masses. "g strictly decreasing" (Assumption C.1) is
+not enough: g = -(x - 1/2)^3 is strictly decreasing, yet at G = 3 with all k = 1/2 both masses are 1/2, where
+g' = 0, and the derivative is exactly 0. Assumption 4.1 (g non-increasing) only gives <= 0.
 """
 
 from __future__ import annotations
@@ -263,6 +264,25 @@ def check_flat_g() -> CheckRecord:
     )
 
 
+def check_cubic_g() -> CheckRecord:
+    """Strictly decreasing is not enough: g = -(x - 1/2)^3 with g'(1/2) = 0, G = 3, all k = 1/2: derivative 0."""
+    K = torch.full((3, 3), 0.5, dtype=DTYPE)
+    K.fill_diagonal_(1.0)
+    auto = float(autograd_derivative(K, "cubic")[0, 1])
+    pred = float(predicted_derivative(K, "cubic")[0, 1])
+    return search_record(
+        RESULT,
+        "g = -(x - 1/2)^3 (strictly decreasing, g'(1/2) = 0): explicit instance",
+        1,
+        auto == 0 and pred == 0,
+        auto,
+        f"G=3, all k = 1/2, masses 1/2: d s_0/d k_01 = {auto} (autograd), {pred} (formula): the sign needs g' < 0 "
+        "at the two masses, not only g strictly decreasing",
+        expect_found=True,
+        metric="d s_0/d k_01",
+    )
+
+
 def check_unclamped(total: int = 2_000, seed: int = 8) -> CheckRecord:
     """Dropping k in [0,1] (raw cosine in [-1,1]) with g strictly decreasing on R: the sign cannot flip."""
     batches = kernel_batches(total, (3, 5, 8), seed, shapings=("linear", "exp"), kernels=("cosine",), clamp=False)
@@ -294,5 +314,6 @@ def run(quick: bool = False) -> list[CheckRecord]:
         check_property(50 if quick else 300),
         check_increasing_g(),
         check_flat_g(),
+        check_cubic_g(),
         check_unclamped(500 if quick else 2_000),
     ]

@@ -8,7 +8,7 @@ from typing import Literal
 
 import torch
 
-from setpo.core._checks import as_float_tensor, check_finite
+from setpo.core._checks import as_float_tensor, check_finite, compute_dtype
 
 RewardScale = Literal["group", "batch", "none"]
 
@@ -19,6 +19,10 @@ def group_advantages(rewards, group_size: int, scale: RewardScale = "group", eps
     ``scale="group"``: std of the prompt's group (GRPO); ``"batch"``: std of the whole batch
     (TRL's ``scale_rewards="batch"``); ``"none"``: no division (Dr.GRPO). std is the unbiased sample
     std, and ``eps`` defaults to TRL's 1e-4 (verl uses 1e-6). Input (..., N) with N divisible by G.
+
+    float16/bfloat16 rewards are computed and returned in float32 (a bfloat16 advantage would carry 2^-9 relative
+    rounding, larger than typical diversity credits). Rewards whose advantages overflow the dtype (e.g. |r| near
+    float32's 3.4e38) raise ValueError instead of returning inf or NaN.
     """
     r = as_float_tensor(rewards, "rewards")
     if r.dim() == 0:
@@ -32,15 +36,30 @@ def group_advantages(rewards, group_size: int, scale: RewardScale = "group", eps
     if not (eps >= 0 and math.isfinite(eps)):
         raise ValueError(f"eps must be finite and >= 0, got {eps}")
     check_finite(r, "rewards")
+    r = r.to(compute_dtype(r.dtype))
     group_size = int(group_size)
     grouped = r.reshape(*r.shape[:-1], -1, group_size)
     centred = grouped - grouped.mean(-1, keepdim=True)
     if scale != "none":
         std = grouped.std(-1, keepdim=True) if scale == "group" else r.std(-1, keepdim=True).unsqueeze(-1)
+        check_overflow(std, "group_advantages (the std)", r)
         if eps == 0 and bool((std == 0).any()):
             raise ValueError("a group (or batch) has tied rewards, so its std is 0: use eps > 0 or scale='none'")
         centred = centred / (std + eps)
-    return centred.reshape(r.shape)
+    out = centred.reshape(r.shape)
+    check_overflow(out, "group_advantages", r)
+    return out
+
+
+def check_overflow(out: torch.Tensor, what: str, *inputs: torch.Tensor) -> None:
+    """ValueError when `out`, computed from finite inputs, holds inf or NaN: the dtype overflowed."""
+    if bool(torch.isfinite(out).all()):
+        return
+    largest = max(float(x.abs().amax()) if x.numel() else 0.0 for x in inputs)
+    raise ValueError(
+        f"{what} overflowed {out.dtype} (largest input magnitude {largest:.3g}, dtype max "
+        f"{torch.finfo(out.dtype).max:.3g}): rescale the rewards or pass float64"
+    )
 
 
 def check_lambda(lam: object, name: str = "lambda") -> float:
@@ -55,7 +74,11 @@ def check_lambda(lam: object, name: str = "lambda") -> float:
 
 
 def setpo_advantages(base_advantages, credits, lam: float) -> torch.Tensor:
-    """A_hat_i = A_bar_i + lambda * s_i (paper eq. 6): added after base normalisation, s not centred or clipped."""
+    """A_hat_i = A_bar_i + lambda * s_i (paper eq. 6): added after base normalisation, s not centred or clipped.
+
+    Returned in base_advantages' dtype, float32 for float16/bfloat16 ones (a bfloat16 sum would round away any
+    lambda * s_i below 2^-9 |A_bar_i|). A sum that overflows the dtype raises ValueError.
+    """
     a = as_float_tensor(base_advantages, "base_advantages")
     s = as_float_tensor(credits, "credits")
     if a.shape != s.shape:
@@ -63,4 +86,7 @@ def setpo_advantages(base_advantages, credits, lam: float) -> torch.Tensor:
     lam = check_lambda(lam)
     check_finite(a, "base_advantages")
     check_finite(s, "credits")
-    return a + lam * s.to(a.dtype)
+    dtype = compute_dtype(a.dtype)
+    out = a.to(dtype) + lam * s.to(dtype)
+    check_overflow(out, "setpo_advantages", a, s)
+    return out

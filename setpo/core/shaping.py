@@ -65,8 +65,40 @@ def _autograd_derivative(fn: Fn) -> Fn:
     return d
 
 
+_PROBE = torch.linspace(0.0, 1.0, 7, dtype=torch.float64)
+
+
+def check_elementwise(g: Fn, name: str = "shaping") -> None:
+    """ValueError unless g maps a tensor to one of its shape whose entries depend on the matching entry alone.
+
+    Probed on 7 points of [0, 1]: g of the whole vector must equal g of each point alone and of the reversed vector
+    reversed (a g such as x - x.mean() would otherwise turn D(S) = mean g(m) into a different functional silently).
+    """
+    try:
+        whole = g(_PROBE)
+        alone = torch.cat([torch.as_tensor(g(_PROBE[i : i + 1])).reshape(-1) for i in range(len(_PROBE))])
+        reversed_ = g(_PROBE.flip(0))
+    except Exception as err:  # any failure on a plain float64 tensor means a bad shaping
+        raise ValueError(f"{name} g failed on a float64 tensor of 7 points in [0, 1]: {err}") from err
+    if not isinstance(whole, torch.Tensor) or whole.shape != _PROBE.shape or alone.shape != _PROBE.shape:
+        got = getattr(whole, "shape", whole)
+        raise ValueError(f"{name} g must be elementwise: a tensor of shape (7,) gave {got!r}")
+    same = torch.allclose(whole.double(), alone.double(), rtol=1e-6, atol=1e-9, equal_nan=True) and torch.allclose(
+        whole.double(), torch.as_tensor(reversed_).double().flip(0), rtol=1e-6, atol=1e-9, equal_nan=True
+    )
+    if not same:
+        raise ValueError(
+            f"{name} g must be elementwise (g(x)[i] may depend on x[i] only), but its value at a point changes "
+            "with the other entries of the tensor"
+        )
+
+
 def get_shaping(g: ShapingSpec = "neglog1p") -> Shaping:
-    """Resolve a shaping spec: a registered name, a `Shaping`, or an elementwise callable (derivatives by autograd)."""
+    """Resolve a shaping spec: a registered name, a `Shaping`, or an elementwise callable (derivatives by autograd).
+
+    A callable is probed once (`check_elementwise`): one that is not elementwise raises ValueError. A `Shaping`
+    is trusted as given (its g, g', g'' are the caller's contract).
+    """
     if isinstance(g, Shaping):
         return g
     if isinstance(g, str):
@@ -75,6 +107,7 @@ def get_shaping(g: ShapingSpec = "neglog1p") -> Shaping:
         except KeyError:
             raise ValueError(f"unknown shaping function {g!r}; available: {available_shapings()}") from None
     if callable(g):
+        check_elementwise(g, f"shaping {getattr(g, '__name__', 'callable')!r}")
         dg = _autograd_derivative(g)
         return Shaping(getattr(g, "__name__", "callable"), g, dg, _autograd_derivative(dg))
     raise ValueError(f"shaping must be a name, a Shaping or a callable, got {type(g).__name__}")

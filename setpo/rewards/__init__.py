@@ -1,5 +1,5 @@
 """Group-level rewards."""
 
-from setpo.rewards.gapo import gapo_rewards, normalize_answer
+from setpo.rewards.gapo import checked_normalize, gapo_rewards, normalize_answer
 
-__all__ = ["gapo_rewards", "normalize_answer"]
+__all__ = ["checked_normalize", "gapo_rewards", "normalize_answer"]

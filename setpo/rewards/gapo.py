@@ -23,6 +23,20 @@ def normalize_answer(text: str | None) -> str:
     return re.sub(rf"^[{_PUNCT}\s]+|[{_PUNCT}\s]+$", "", t)
 
 
+def checked_normalize(normalize: Callable[[str | None], str]) -> Callable[[str | None], str]:
+    """`normalize` wrapped so that a result other than a string raises ValueError instead of being counted."""
+    if not callable(normalize):
+        raise ValueError(f"normalize must be a callable str | None -> str, got {type(normalize).__name__}")
+
+    def checked(text: str | None) -> str:
+        out = normalize(text)
+        if not isinstance(out, str):
+            raise ValueError(f"normalize must return a string, got {type(out).__name__} for {text!r}")
+        return out
+
+    return checked
+
+
 def gapo_rewards(
     answers: Sequence[str | None],
     valid_sets: Sequence[Collection[str]],
@@ -40,7 +54,7 @@ def gapo_rewards(
     (length N, equal within a group). ``form="absolute"`` uses 1 - |f - 1/L| (as some restatements of the
     paper write it); ``count="leave_one_out"`` estimates f without the scored rollout, (n_v - 1)/(n_valid - 1)
     (0 when it is the only valid one), which removes the self-count bias of f as an estimate of the policy's
-    probability of that answer.
+    probability of that answer. ``normalize`` must return a string (ValueError otherwise).
     """
     if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
         raise ValueError(f"group_size must be a positive integer, got {group_size!r}")
@@ -48,6 +62,7 @@ def gapo_rewards(
         raise ValueError(f"answers must be a sequence of strings (or None), got {type(answers).__name__}")
     if any(a is not None and not isinstance(a, str) for a in answers):
         raise ValueError("answers must hold strings (or None for no answer)")
+    normalize = checked_normalize(normalize)
     if not dtype.is_floating_point:
         raise ValueError(f"dtype must be a floating-point dtype, got {dtype}")
     if not math.isfinite(invalid_reward):

@@ -1,4 +1,10 @@
-"""DARLING (Li et al., arXiv 2509.02534): quality times a partition-based diversity, no std normalisation."""
+"""DARLING (Li et al., arXiv 2509.02534): quality times a partition-based diversity, no std normalisation.
+
+Compared with the public code (facebookresearch/darling, a verl fork): the multiplicative reward, the diversity
+(n - |class|) / (n - 1) and its 0.1 floor are the code's; the code's ``add_bias`` option is not implemented here
+(no parameter selects it), and the code's learned pairwise equivalence classifier is replaced by the partitions
+below ("answer", "embedding") or a caller's function.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ import torch
 from setpo.core import cosine_kernel
 from setpo.methods.batch import GroupBatch, check_real
 from setpo.methods.registry import register_method
-from setpo.rewards import normalize_answer
+from setpo.rewards import checked_normalize, normalize_answer
 
 #: A partition: a registered name ("answer", "embedding") or a function batch -> (B, G) integer class labels.
 PartitionSpec = Union[str, Callable[[GroupBatch], torch.Tensor]]
@@ -23,7 +29,9 @@ def answer_partition(answers: Any, group_size: int, normalize: Callable[[str | N
     """Class labels (B, G): rollouts of a group are equivalent iff their normalised answers are equal.
 
     A missing or empty answer is a class of its own. Label = index of the class's first member in the group.
+    ``normalize`` must return a string (ValueError otherwise).
     """
+    normalize = checked_normalize(normalize)
     N = len(answers)
     if N % group_size:
         raise ValueError(f"{N} answers are not a multiple of the group size {group_size}")

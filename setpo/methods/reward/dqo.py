@@ -1,4 +1,8 @@
-"""DQO (Chen et al., arXiv 2509.04784): the log-det (DPP) diversity of the group's embedding kernel."""
+"""DQO (Chen et al., arXiv 2509.04784): the log-det (DPP) diversity of the group's embedding kernel.
+
+The authors published no reference code, so this implementation follows the paper's text and the project's spec
+only (the leave-one-out log-det gain with K = L + I); it has not been compared with an implementation of theirs.
+"""
 
 from __future__ import annotations
 
