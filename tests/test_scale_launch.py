@@ -76,3 +76,19 @@ def test_the_launcher_runs_from_any_folder(tmp_path):
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout == script_text(SETTINGS["table4_setpo_grpo_math1.5b"])
+
+
+def test_the_embedder_memory_step_measures_table7s_batch():
+    from reproduce.scale import bench_embed_placement as bench
+
+    assert bench.table7_batch() == (8, 4096)  # the smaller batch the docs advise for 4,096-token responses
+    import torch
+
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit) as stop:
+            bench.main(["--memory"])
+        assert stop.value.code == 2
+        with pytest.raises(RuntimeError, match="needs a CUDA device"):
+            bench.embed_memory(8, 16, torch.bfloat16)
+    with pytest.raises(SystemExit):
+        bench.main(["--json", "x.json"])  # --json only with --memory
