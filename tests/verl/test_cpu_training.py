@@ -344,3 +344,40 @@ def test_transfer_queue_start_up_times_out_with_a_clear_error(monkeypatch):
     with pytest.raises(TimeoutError, match="each of its 8 storage units reserve 1 Ray CPU"):
         init(conf)
     assert cpu_support._tq_init_with_timeout(lambda conf: "ready")(conf) == "ready"
+
+
+@pytest.mark.slow
+def test_one_checkpoint_kept_resumed_and_merged_for_setpo_eval(tmp_path_factory, tiny_model_dir, train_file, tokenizer):
+    """The launch scripts' checkpoint settings on a real run: a save every step with ``max_actor_ckpt_to_keep=1``
+    leaves only the last actor checkpoint; a longer rerun resumes from it (``resume_mode=auto``) and trains only
+    the missing step; the merge step turns the last checkpoint into a model that ``setpo.eval`` loads and samples."""
+    from transformers import AutoModelForCausalLM
+
+    from setpo.eval.checkpoint import LATEST, main, merged_dir, resolve_model
+    from setpo.eval.generate import SamplingConfig, make_generator
+
+    keep = ("trainer.save_freq=1", "trainer.max_actor_ckpt_to_keep=1", "trainer.resume_mode=auto")
+    first = run_verl(tmp_path_factory.mktemp("ckpt_first"), tiny_model_dir, train_file, 1, LAMBDA, False, keep)
+    ckpt = first / "checkpoints"
+    assert (ckpt / LATEST).read_text().strip() == str(STEPS)
+    assert (ckpt / f"global_step_{STEPS}" / "actor").is_dir()
+    assert not (ckpt / f"global_step_{STEPS - 1}" / "actor").exists(), "an older actor checkpoint was kept"
+
+    more = (*keep, f"trainer.total_training_steps={STEPS + 1}", f"trainer.default_local_dir={ckpt}")
+    second = run_verl(tmp_path_factory.mktemp("ckpt_resume"), tiny_model_dir, train_file, 1, LAMBDA, False, more)
+    steps = [json.loads(line)["step"] for line in (second / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    assert steps == [STEPS + 1], f"the resumed run trained steps {steps}, not only step {STEPS + 1}"
+    assert (ckpt / LATEST).read_text().strip() == str(STEPS + 1)
+    # verl removes only checkpoints it saved in the same process: the one resumed from stays (docs/scale.md)
+    assert (ckpt / f"global_step_{STEPS}" / "actor").is_dir()
+
+    assert main([str(first), "--merge"]) == 0
+    actor = ckpt / f"global_step_{STEPS + 1}" / "actor"
+    assert resolve_model(str(first)) == str(merged_dir(actor))
+    trained = AutoModelForCausalLM.from_pretrained(merged_dir(actor))
+    initial = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    changed = [k for k, v in trained.state_dict().items() if not torch.equal(v, initial.state_dict()[k].to(v.dtype))]
+    assert changed, "the merged model has the initial weights"
+    generate = make_generator(str(first), SamplingConfig(n=2, max_new_tokens=4, seed=0), backend="hf", device="cpu")
+    samples = generate(["[1, 2, 3] -> 6"])
+    assert len(samples) == 1 and len(samples[0]) == 2 and all(isinstance(t, str) for t in samples[0])
