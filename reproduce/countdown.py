@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -55,7 +56,7 @@ from setpo.tasks.countdown import (
     make_prompt,
     score_answer,
     sft_examples,
-    trl_countdown_reward,
+    trl_reward_for,
 )
 
 NAME = "countdown"
@@ -69,6 +70,11 @@ PAPER_TEST_PROBLEMS = 1024
 class CountdownProfile:
     """Sizes of one reproduction. The paper's RL settings (Table 8) are lr 1e-6, KL 1e-3 / 5e-3, G in {3, 7},
     lambda 0.5, temperature 1.0, 128 prompts per step; the model here is a ~0.1M-parameter char-level LM."""
+
+    #: Countdown reward rule (`setpo.tasks.countdown.reward`): "lenient", the rule the published results used (the
+    #: last <answer> anywhere, exact arithmetic, 200-character cap), not TinyZero's last-line rule. A class
+    #: constant, not a field, so that run folders written before it existed keep resuming and growing.
+    reward_rule: ClassVar[str] = "lenient"
 
     # data (3 numbers in 1..9 and targets up to 30 give 1,429 distinct problems with >= 2 solutions)
     n_train: int = 1300
@@ -374,10 +380,10 @@ def stage_rl(
     with tqdm(total=prof.rl_steps, desc=f"countdown rl {name}", unit="step", mininterval=2.0) as bar:
         embedder = None
         if lam > 0 and prof.embed_answer_only:
-            embedder = AnswerEmbedder(build_text_embedder(prof.embedder))
+            embedder = AnswerEmbedder(build_text_embedder(prof.embedder), rule=prof.reward_rule)
         trainer = SetPOTrainer(
             model=model,
-            reward_funcs=[trl_countdown_reward],
+            reward_funcs=[trl_reward_for(prof.reward_rule)],
             args=args,
             train_dataset=Dataset.from_list(rows),
             processing_class=tok,
@@ -423,7 +429,8 @@ def evaluate_model(
             use_chat_template=False,
         )
         outs = HFGenerator(model, tok, cfg, progress=desc is not None)(prompts)
-        outcomes = [[score_answer(o, p.nums, p.target)[1] for o in row] for row, p in zip(outs, test)]
+        rule = prof.reward_rule
+        outcomes = [[score_answer(o, p.nums, p.target, rule=rule)[1] for o in row] for row, p in zip(outs, test)]
         correct = [[o == "correct" for o in row] for row in outcomes]
         summary = summarize(correct, ks=list(range(1, prof.eval_n + 1)))
         flat = [o for row in outcomes for o in row]
@@ -433,7 +440,7 @@ def evaluate_model(
             "outcomes": {k: flat.count(k) / len(flat) for k in sorted(set(flat))},
             "table3": {
                 lvl: {k: v for k, v in m.items() if k != "counts"}
-                for lvl, m in table3_metrics(outs, test, ("tree", "commutative", "associative")).items()
+                for lvl, m in table3_metrics(outs, test, ("tree", "commutative", "associative"), rule).items()
             },
         }
         samples[f"{T:g}"] = outs
@@ -633,7 +640,7 @@ def figure_training(run: RunDir, prof: CountdownProfile) -> Path:
                 ax.plot(mean.index, mean.values, color=color, ls=ls, label=f"{method_label(method)}, KL={beta:g}")
         ax.set_title(f"G={G} (mean over seeds, rolling mean of {window} steps)", fontsize=9)
         ax.set_xlabel("RL step")
-        ax.set_ylabel("mean training reward (TinyZero rule)")
+        ax.set_ylabel(f"mean training reward ({prof.reward_rule} Countdown rule)")
         ax.grid(alpha=0.3)
     axes[0][-1].legend(fontsize=7)
     fig.tight_layout()

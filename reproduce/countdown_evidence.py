@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -78,16 +78,23 @@ from setpo.tasks.countdown import (
     reachable_targets,
     score_answer,
     solve,
-    trl_countdown_reward,
+    trl_reward_for,
 )
 
 NAME = "countdown_evidence"
+#: Countdown reward rule (`setpo.tasks.countdown.reward`) of this experiment and `methods_comparison`: "lenient",
+#: the rule their published results used (the last <answer> anywhere, exact arithmetic, 200-character cap), not
+#: TinyZero's last-line rule.
+REWARD_RULE = "lenient"
 COMMAND = "python -m reproduce countdown_evidence --profile {profile}"
 
 
 @dataclass(frozen=True)
 class EvidenceProfile:
     """Sizes of one run of the experiment (the design is in the module docstring)."""
+
+    #: A class constant, not a field, so that run folders written before it existed keep resuming and growing.
+    reward_rule: ClassVar[str] = REWARD_RULE
 
     n_train: int = 1000
     n_test: int = 32
@@ -234,12 +241,12 @@ def stage_rl(run: RunDir, prof: EvidenceProfile, sft: Path, train, arm: str, rat
     t0 = time.perf_counter()
     trainer = SetPOTrainer(
         model=model,
-        reward_funcs=[trl_countdown_reward],
+        reward_funcs=[trl_reward_for(prof.reward_rule)],
         args=args,
         train_dataset=Dataset.from_list(rows),
         processing_class=tok,
         callbacks=callbacks,
-        embedder=answer_embedder() if (ratio > 0 if embedder is None else embedder) else None,
+        embedder=answer_embedder(prof.reward_rule) if (ratio > 0 if embedder is None else embedder) else None,
         answer_extractor=answer_extractor,
     )
     trainer.remove_callback(PrinterCallback)
@@ -260,11 +267,12 @@ def rl_config(prof: EvidenceProfile, G: int, seed: int, output_dir: Path, fields
                        seed, beta=prof.beta, setpo_embedder="hashed", **fields)  # fmt: skip
 
 
-def answer_embedder():
-    """The kernel's embedder: hashed character n-grams of the <answer> in canonical form modulo commutativity."""
+def answer_embedder(rule: str = REWARD_RULE):
+    """The kernel's embedder: hashed character n-grams of the <answer> (as `rule` reads it) in canonical form
+    modulo commutativity."""
     from setpo.integrations.trl import build_text_embedder
 
-    return AnswerEmbedder(build_text_embedder("hashed"), level="commutative")
+    return AnswerEmbedder(build_text_embedder("hashed"), level="commutative", rule=rule)
 
 
 def evaluate(model_path: Path, test: list[CountdownProblem], prof: EvidenceProfile) -> dict:
@@ -283,9 +291,9 @@ def evaluate(model_path: Path, test: list[CountdownProblem], prof: EvidenceProfi
         samples = HFGenerator(model, tok, cfg, progress=False)(prompts)
         n_correct, n_distinct = [], []
         for row, p in zip(samples, test):
-            right = [s for s in row if score_answer(s, p.nums, p.target)[1] == "correct"]
+            right = [s for s in row if score_answer(s, p.nums, p.target, rule=prof.reward_rule)[1] == "correct"]
             n_correct.append(len(right))
-            n_distinct.append(len({canonical(extract_answer(s), "commutative") for s in right}))
+            n_distinct.append(len({canonical(extract_answer(s, prof.reward_rule), "commutative") for s in right}))
         c = np.asarray(n_correct)
         out[f"T{T:g}_p{top_p:g}"] = {
             "n": prof.eval_n,

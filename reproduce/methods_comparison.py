@@ -95,7 +95,7 @@ from reproduce.contrast import (
     frontier_values,
     per_seed_values,
 )
-from reproduce.countdown_evidence import EvidenceProfile, answer_embedder, stage_data, stage_eval
+from reproduce.countdown_evidence import REWARD_RULE, EvidenceProfile, answer_embedder, stage_data, stage_eval
 from reproduce.evidence import per_problem_frame, results_frame, saved_steps, seeds_up
 from reproduce.stats import bootstrap_ci
 from setpo.tasks.countdown import (
@@ -213,9 +213,10 @@ def run_arms(prof: MethodsProfile) -> list[Arm]:
     return [ARMS[a] for a in prof.arms]
 
 
-def commutative_answer(completion: str) -> str | None:
-    """The <answer> of a completion in canonical form modulo commutativity (as written if it does not parse)."""
-    answer = extract_answer(completion)
+def commutative_answer(completion: str, rule: str = REWARD_RULE) -> str | None:
+    """The <answer> of a completion (as the reward `rule` reads it) in canonical form modulo commutativity (as
+    written if it does not parse)."""
+    answer = extract_answer(completion, rule)
     if not answer:
         return None
     try:
@@ -254,11 +255,12 @@ def calibration_batch(model_path: Path, problems: Sequence[CountdownProblem], G:
                          use_chat_template=False)  # fmt: skip
     samples = HFGenerator(model, tok, cfg, progress=False)(prompts)
     texts = [s for row in samples for s in row]
-    rewards = torch.tensor([score_answer(s, p.nums, p.target)[0] for row, p in zip(samples, problems) for s in row],
+    rewards = torch.tensor([score_answer(s, p.nums, p.target, rule=REWARD_RULE)[0] for row, p in zip(samples, problems)
+                            for s in row],
                            dtype=torch.float64)  # fmt: skip
     batch = GroupBatch.from_rows(
         rewards, G, texts=texts, answers=[commutative_answer(t) for t in texts], correct=rewards > CORRECT_THRESHOLD,
-        embeddings=torch.as_tensor(np.asarray(answer_embedder()(texts)), dtype=torch.float64),
+        embeddings=torch.as_tensor(np.asarray(answer_embedder(REWARD_RULE)(texts)), dtype=torch.float64),
     )  # fmt: skip
     return batch, lambda adv: _entropy_gradient_ratio(model, tok, prompts, samples, adv)
 

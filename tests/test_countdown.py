@@ -1,4 +1,5 @@
-"""Countdown task: solver vs brute force, generator, TinyZero reward branches, extraction, canonical forms, metrics."""
+"""Countdown task: solver vs brute force, generator, reward rules (TinyZero's and the lenient one), extraction,
+canonical forms, metrics."""
 
 from __future__ import annotations
 
@@ -82,21 +83,48 @@ def fraction_eval(text: str) -> Fraction:
     return eval(re.sub(r"\d+", lambda m: f"Fraction({m.group()})", text), {"Fraction": Fraction, "__builtins__": {}})
 
 
-def tinyzero_reference(completion: str, nums, target, format_score=0.1, score=1.0) -> float:
-    """TinyZero's rule (float eval, 1e-5 tolerance), restated for comparison on inputs both accept."""
-    found = re.findall(r"<answer>(.*?)</answer>", completion, re.DOTALL)
-    if not found:
-        return 0.0
-    eq = found[-1].strip()
-    if sorted(int(x) for x in re.findall(r"\d+", eq)) != sorted(nums):
-        return format_score
-    if not re.match(r"^[\d+\-*/().\s]+$", eq):
+#: TinyZero's "base" prompt prefix ends in this line; TinyZero scores the decoded prompt + response.
+TINYZERO_PROMPT_TAIL = "answer.\nUser: Using ... \nAssistant: Let me solve this step by step.\n<think>"
+
+
+def tinyzero_reference(solution_str: str, nums, target, format_score=0.1, score=1.0) -> float:
+    """TinyZero's ``compute_score`` (Jiayi-Pan/TinyZero @ 95df88f, verl/utils/reward_score/countdown.py), restated
+    branch for branch on its input, the decoded prompt + response: cut at the first "Assistant:" (None without
+    one), keep the last line, last non-DOTALL <answer> match stripped; numbers via int(\\d+) in a try; the
+    character whitelist, then ``eval`` with no builtins; correct within 1e-5."""
+    if "Assistant:" in solution_str:
+        solution_str = solution_str.split("Assistant:", 1)[1]
+    elif "<|im_start|>assistant" in solution_str:
+        solution_str = solution_str.split("<|im_start|>assistant", 1)[1]
+    else:
+        return 0
+    matches = list(re.finditer(r"<answer>(.*?)</answer>", solution_str.split("\n")[-1]))
+    if not matches:
+        return 0
+    equation = matches[-1].group(1).strip()
+    try:
+        valid = sorted(int(n) for n in re.findall(r"\d+", equation)) == sorted(nums)
+    except Exception:  # noqa: BLE001 - TinyZero's bare except
+        valid = False
+    if not valid:
         return format_score
     try:
-        value = eval(eq, {"__builtins__": None}, {})
-    except Exception:  # noqa: BLE001 - the reference mirrors eval's failure modes
+        if not re.match(r"^[\d+\-*/().\s]+$", equation):
+            raise ValueError("Invalid characters in equation.")
+        result = eval(equation, {"__builtins__": None}, {})
+    except Exception:  # noqa: BLE001 - TinyZero's evaluate_equation returns None on any error
+        result = None
+    if result is None:
         return format_score
-    return score if abs(value - target) < 1e-5 else format_score
+    try:
+        return score if abs(result - target) < 1e-5 else format_score
+    except Exception:  # noqa: BLE001 - TinyZero's outer bare except
+        return format_score
+
+
+def tinyzero_on_response(response: str, nums, target, **kw) -> float:
+    """TinyZero's score of `response` after its prompt (how TinyZero's reward manager calls it)."""
+    return tinyzero_reference(TINYZERO_PROMPT_TAIL + response, nums, target, **kw)
 
 
 # --------------------------------------------------------------------------- solver
@@ -239,56 +267,83 @@ def test_shared_benchmark_copy_loads_and_its_first_rows_are_solvable():
 
 
 def test_extract_answer_edge_cases():
-    assert extract_answer("<answer> 3 + 4 </answer>") == "3 + 4"
-    assert extract_answer("<answer>1</answer> then <answer>2 * 3</answer>") == "2 * 3"  # the last one
-    assert extract_answer("<answer></answer>") == ""
-    assert extract_answer("no tags") is None
-    assert extract_answer("<answer>3 + 4") is None
-    assert extract_answer("3 + 4</answer>") is None
-    assert extract_answer("<answer>1 +\n2</answer>") == "1 +\n2"
-    assert extract_answer("<answer>1+2</answer>\nmore text", last_line_only=True) is None  # TinyZero's rule
-    assert extract_answer("think\n<answer>1+2</answer>", last_line_only=True) == "1+2"
+    for rule in ("tinyzero", "lenient"):
+        assert extract_answer("<answer> 3 + 4 </answer>", rule) == "3 + 4"
+        assert extract_answer("<answer>1</answer> then <answer>2 * 3</answer>", rule) == "2 * 3"  # the last one
+        assert extract_answer("<answer></answer>", rule) == ""
+        assert extract_answer("no tags", rule) is None
+        assert extract_answer("<answer>3 + 4", rule) is None
+        assert extract_answer("3 + 4</answer>", rule) is None
+        assert extract_answer("think\n<answer>1+2</answer>", rule) == "1+2"
+    assert extract_answer("<answer>1 +\n2</answer>", "lenient") == "1 +\n2"
+    assert extract_answer("<answer>1 +\n2</answer>", "tinyzero") is None  # a tag pair split over lines
+    assert extract_answer("<answer>1+2</answer>\nmore text", "lenient") == "1+2"
+    assert extract_answer("<answer>1+2</answer>\nmore text", "tinyzero") is None  # last line only
+    assert extract_answer("<answer>1+2</answer>\nmore text") is None  # TinyZero's rule is the default
     with pytest.raises(ValueError, match="string"):
         extract_answer(None)
+    with pytest.raises(ValueError, match="unknown Countdown reward rule"):
+        extract_answer("x", "strict")
+
+
+_BOTH = [
+    ("no answer here", (0.0, "no_answer")),
+    ("<answer>(3 + 5) * 7", (0.0, "no_answer")),
+    ("<answer>3 + 5</answer>", (0.1, "wrong_numbers")),  # 7 missing
+    ("<answer>3 + 5 * 7 + 1</answer>", (0.1, "wrong_numbers")),  # extra number
+    ("<answer>3 + 3 * 7</answer>", (0.1, "wrong_numbers")),  # 3 reused, 5 unused
+    ("<answer></answer>", (0.1, "wrong_numbers")),
+    ("<answer>(3 + 5 * 7</answer>", (0.1, "invalid_expression")),
+    ("<answer>3 + 5 x 7</answer>", (0.1, "invalid_expression")),
+    ("<answer>7 / (5 - 5) + 3</answer>", (0.1, "wrong_numbers")),
+    ("<answer>3 + 5 + 7</answer>", (0.1, "wrong_value")),
+    ("<answer>3 * 5 + 7</answer>", (1.0, "correct")),
+    ("<answer> 7+5*3 </answer>", (1.0, "correct")),
+    ("<answer>1</answer> <answer>(7 - 5 + 3) * 3</answer> <answer>3*5+7</answer>", (1.0, "correct")),
+]
+_TINYZERO = [
+    ("<answer>3 ** 5 * 7</answer>", (0.1, "wrong_value")),  # Python arithmetic: 1701
+    ("<answer>3 // 5 * 7 + 22</answer>", (0.1, "wrong_numbers")),
+    ("<answer>7 // 5 * 3 * 5 + 7</answer>", (0.1, "wrong_numbers")),
+    ("<answer>(7 // 5) * 15 + 7</answer>", (0.1, "wrong_numbers")),
+    ("<answer>3*5+7</answer>\ndone", (0.0, "no_answer")),  # text on a later line
+    ("<answer>(3*5\n+7)</answer>", (0.0, "no_answer")),  # a multi-line answer
+    ("<answer>3*5+7</answer>\n<answer>3+5+7</answer>", (0.1, "wrong_value")),  # the last line's answer
+    ("<answer>3*5+7</answer> <answer>3+5+7</answer>", (0.1, "wrong_value")),
+]
+_LENIENT = [
+    ("<answer>3 ** 5 * 7</answer>", (0.1, "invalid_expression")),
+    ("<answer>3*5+7</answer>\ndone", (1.0, "correct")),
+    ("<answer>(3*5\n+7)</answer>", (1.0, "correct")),
+    ("<answer>3*5+7</answer>\n<answer>3+5+7</answer>", (0.1, "wrong_value")),
+]
 
 
 @pytest.mark.parametrize(
-    "completion,expected",
-    [
-        ("no answer here", (0.0, "no_answer")),
-        ("<answer>(3 + 5) * 7", (0.0, "no_answer")),
-        ("<answer>3 + 5</answer>", (0.1, "wrong_numbers")),  # 7 missing
-        ("<answer>3 + 5 * 7 + 1</answer>", (0.1, "wrong_numbers")),  # extra number
-        ("<answer>3 + 3 * 7</answer>", (0.1, "wrong_numbers")),  # 3 reused, 5 unused
-        ("<answer></answer>", (0.1, "wrong_numbers")),
-        ("<answer>3 ** 5 * 7</answer>", (0.1, "invalid_expression")),
-        ("<answer>3 // 5 * 7</answer>", (0.1, "invalid_expression")),
-        ("<answer>(3 + 5 * 7</answer>", (0.1, "invalid_expression")),
-        ("<answer>3 + 5 x 7</answer>", (0.1, "invalid_expression")),
-        ("<answer>7 / (5 - 5) + 3</answer>", (0.1, "wrong_numbers")),
-        ("<answer>3 + 5 + 7</answer>", (0.1, "wrong_value")),
-        ("<answer>3 * 5 + 7</answer>", (1.0, "correct")),
-        ("<answer> 7+5*3 </answer>", (1.0, "correct")),
-        ("<answer>1</answer> <answer>(7 - 5 + 3) * 3</answer> <answer>3*5+7</answer>", (1.0, "correct")),
-    ],
+    "rule,completion,expected",
+    [(r, c, e) for r in ("tinyzero", "lenient") for c, e in _BOTH]
+    + [("tinyzero", c, e) for c, e in _TINYZERO]
+    + [("lenient", c, e) for c, e in _LENIENT],
 )
-def test_reward_branches(completion, expected):
-    assert score_answer(completion, [3, 5, 7], 22) == expected
-    assert countdown_reward(completion, [3, 5, 7], 22) == expected[0]
+def test_reward_branches(rule, completion, expected):
+    assert score_answer(completion, [3, 5, 7], 22, rule=rule) == expected
+    assert countdown_reward(completion, [3, 5, 7], 22, rule=rule) == expected[0]
+    if rule == "tinyzero":
+        assert countdown_reward(completion, [3, 5, 7], 22) == expected[0]  # the default
+        assert countdown_reward(completion, [3, 5, 7], 22) == tinyzero_on_response(completion, [3, 5, 7], 22)
 
 
 def test_reward_division_by_zero_and_fractions():
-    assert score_answer("<answer>3 / (5 - 5)</answer>", [3, 5, 5], 1) == (0.1, "invalid_expression")
-    assert score_answer("<answer>6 / (1 - 3 / 4)</answer>", [1, 3, 4, 6], 24) == (1.0, "correct")
-    assert score_answer("<answer>-3 + 5 * 7</answer>", [3, 5, 7], 32) == (1.0, "correct")  # unary minus, as eval
+    for rule in ("tinyzero", "lenient"):
+        assert score_answer("<answer>3 / (5 - 5)</answer>", [3, 5, 5], 1, rule=rule) == (0.1, "invalid_expression")
+        assert score_answer("<answer>6 / (1 - 3 / 4)</answer>", [1, 3, 4, 6], 24, rule=rule) == (1.0, "correct")
+        assert score_answer("<answer>-3 + 5 * 7</answer>", [3, 5, 7], 32, rule=rule) == (1.0, "correct")
 
 
-def test_reward_custom_scores_and_last_line():
-    assert countdown_reward("<answer>1 + 1</answer>", [1, 1], 5, format_score=0.25) == 0.25
-    assert countdown_reward("<answer>1 + 1</answer>", [1, 1], 2, score=2.0) == 2.0
-    text = "<answer>1 + 1</answer>\nand then nothing"
-    assert countdown_reward(text, [1, 1], 2) == 1.0
-    assert countdown_reward(text, [1, 1], 2, last_line_only=True) == 0.0
+def test_reward_custom_scores():
+    for rule in ("tinyzero", "lenient"):
+        assert countdown_reward("<answer>1 + 1</answer>", [1, 1], 5, format_score=0.25, rule=rule) == 0.25
+        assert countdown_reward("<answer>1 + 1</answer>", [1, 1], 2, score=2.0, rule=rule) == 2.0
 
 
 def test_reward_agrees_with_tinyzero_rule_on_ordinary_answers():
@@ -297,18 +352,111 @@ def test_reward_agrees_with_tinyzero_rule_on_ordinary_answers():
     completions += ["<answer>2 + 3</answer>", "<answer>(2 + 3</answer>", "nothing", "<answer>2*3*7*7</answer>"]
     completions += ["<answer>7 / (3 - 3) + 2</answer>", "<answer> 2 * 3 + 7 </answer>"]
     for c in completions:
-        assert countdown_reward(c, nums, target) == tinyzero_reference(c, nums, target), c
+        for rule in ("tinyzero", "lenient"):  # the two rules agree on single-line, plain-arithmetic answers
+            assert countdown_reward(c, nums, target, rule=rule) == tinyzero_on_response(c, nums, target), c
 
 
-def test_documented_departures_from_tinyzero():
-    # TinyZero's eval accepts these; here they are not plain arithmetic on the given numbers.
-    assert tinyzero_reference("<answer>3**2 - 2 + 5 - 3</answer>", [3, 2, 2, 5, 3], 9) == 1.0
-    assert countdown_reward("<answer>3**2 - 2 + 5 - 3</answer>", [3, 2, 2, 5, 3], 9) == 0.1
-    assert tinyzero_reference("<answer>3.5 * 2</answer>", [3, 5, 2], 7) == 1.0
-    assert countdown_reward("<answer>3.5 * 2</answer>", [3, 5, 2], 7) == 0.1
+#: The departures of the lenient rule from TinyZero's: text after </answer>, a multi-line answer, several answers
+#: on several lines, a long answer, and Python arithmetic the lenient parser refuses.
+DEPARTURES = [
+    ("<think>3*5=15</think>\n<answer>3 * 5 + 7</answer>\nSo the answer is 22.", (3, 5, 7), 22),
+    ("<answer>3 * 5 + 7</answer><|endoftext|>\n", (3, 5, 7), 22),  # a trailing newline empties the last line
+    ("</think>\n<answer>3 * 5\n + 7</answer>", (3, 5, 7), 22),
+    ("<answer>3+5+7</answer>\n<answer>3*5+7</answer> or <answer>7+5*3</answer>\nnot <answer>3-5", (3, 5, 7), 22),
+    ("<answer>3 * 5 + 7</answer> <answer>3 +\n5 + 7</answer>", (3, 5, 7), 22),
+    ("<answer>" + "(" * 100 + "3 * 5 + 7" + ")" * 100 + "</answer>", (3, 5, 7), 22),  # 209 characters
+    ("<answer>" + "+" * 300 + "3 * 5 + 7</answer>", (3, 5, 7), 22),
+    ("<answer>3**2 - 2 + 5 - 3</answer>", (3, 2, 2, 5, 3), 9),
+    ("<answer>3.5 * 2</answer>", (3, 5, 2), 7),
+    ("<answer>(7 // 2) * 5 + 3</answer>", (7, 2, 5, 3), 18),
+]
+
+
+@pytest.mark.parametrize("completion,nums,target", DEPARTURES)
+def test_tinyzero_rule_equals_tinyzero_where_the_lenient_rule_departs(completion, nums, target):
+    want = tinyzero_on_response(completion, nums, target)
+    assert countdown_reward(completion, nums, target) == want
+    assert countdown_reward(completion, nums, target, rule="lenient") != want  # the case is a real departure
+
+
+def test_tinyzero_reference_reads_prompt_plus_response():
+    # TinyZero scores nothing without "Assistant:" before the response, and the prompt's last line ("<think>")
+    # joins a single-line response without changing its last <answer>.
+    assert tinyzero_reference("<answer>3*5+7</answer>", (3, 5, 7), 22) == 0
+    assert tinyzero_on_response("<answer>3*5+7</answer>", (3, 5, 7), 22) == 1.0
+    assert tinyzero_reference("<|im_start|>assistant\n<answer>3*5+7</answer>", (3, 5, 7), 22) == 1.0
+
+
+def _random_response(rng) -> tuple[str, tuple[int, ...], int]:
+    """A response of random pieces: thinking, answers (correct, wrong, Python-only, long, split), newlines."""
+    nums = tuple(rng.randint(1, 12) for _ in range(rng.choice((2, 3, 4))))
+    target = rng.randint(1, 60)
+    ops = ["+", "-", "*", "/", "**", "//"]
+
+    def expression() -> str:
+        order = list(nums)
+        rng.shuffle(order)
+        if rng.random() < 0.2:
+            order = order[:-1]
+        text = str(order[0])
+        for n in order[1:]:
+            op = rng.choice(ops[:4] if rng.random() < 0.85 else ops)
+            text = f"({text}) {op} {n}" if rng.random() < 0.3 else f"{text} {op} {n}"
+        if rng.random() < 0.1:
+            text = "(" * 70 + text + ")" * 70
+        if rng.random() < 0.05:
+            text = text.replace(" ", " \n ", 1)
+        return text
+
+    pieces = []
+    for _ in range(rng.randint(1, 4)):
+        kind = rng.random()
+        if kind < 0.5:
+            pieces.append(f"<answer>{expression()}</answer>")
+        elif kind < 0.6:
+            pieces.append(f"<answer>{target}</answer>")
+        elif kind < 0.8:
+            pieces.append(rng.choice(["Let me try.", "</think>", "so", "<answer>", "</answer>", "= 4"]))
+        else:
+            pieces.append("")
+        pieces.append(rng.choice(["\n", " ", "", "\n\n"]))
+    return "".join(pieces), nums, target
+
+
+def test_tinyzero_rule_equals_tinyzero_on_2000_random_responses():
+    import random
+
+    rng = random.Random(20240905)
+    disagree_lenient = 0
+    for _ in range(2000):
+        response, nums, target = _random_response(rng)
+        want = tinyzero_on_response(response, nums, target)
+        assert score_answer(response, nums, target)[0] == want, (response, nums, target)
+        disagree_lenient += countdown_reward(response, nums, target, rule="lenient") != want
+    assert disagree_lenient > 100  # the battery reaches the cases where the rules differ
+
+
+def test_tinyzero_rule_guards_what_eval_would_hang_on():
+    from setpo.tasks.countdown import tinyzero_value
+
+    assert tinyzero_value("9**9**9") is None  # eval would build a 370-million-digit integer
+    assert tinyzero_value("2**-2") == 0.25 and tinyzero_value("-" * 999 + "3") == -3  # no recursion of its own
+    for signs in (999, 5000):  # eval gives up on deep nesting at compile time; so does the rule
+        answer = f"<answer>{'-' * signs}3 + 5 * 7 - 10</answer>"
+        assert countdown_reward(answer, [3, 5, 7, 10], 22) == tinyzero_on_response(answer, [3, 5, 7, 10], 22)
+    assert tinyzero_value("(1)(2)") is None and tinyzero_value("()") is None and tinyzero_value("...") is None
+    assert tinyzero_value("1e5") is None and tinyzero_value("05") is None  # whitelist; leading zero
+    assert score_answer("<answer>9**9**9</answer>", [9, 9, 9], 1) == (0.1, "invalid_expression")
 
 
 def test_trl_reward_function():
+    from setpo.tasks.countdown import trl_countdown_reward_lenient, trl_reward_for
+
+    assert trl_reward_for("tinyzero") is trl_countdown_reward
+    assert trl_reward_for("lenient") is trl_countdown_reward_lenient
+    two_lines = ["<answer>3*5+7</answer>\nok"]
+    assert trl_countdown_reward(two_lines, target=[22], nums=[[3, 5, 7]]) == [0.0]
+    assert trl_countdown_reward_lenient(two_lines, target=[22], nums=[[3, 5, 7]]) == [1.0]
     out = trl_countdown_reward(
         completions=["<answer>3*5+7</answer>", "<answer>3+5+7</answer>", [{"role": "assistant", "content": "x"}]],
         target=[22, 22, 22],

@@ -196,8 +196,9 @@ def test_gpu_check_dry_run_prints_every_command_under_out(tmp_path):
     r = gpu_check("--dry-run", out=str(out))
     assert r.returncode == 0, r.stderr
     commands = [line for line in r.stdout.splitlines() if line.startswith("timeout ")]
-    assert len(commands) == 4
-    tests, bench, compiled, oh = commands
+    assert len(commands) == 5
+    tests, bench, compiled, oh, memory = commands
+    assert "-m reproduce.scale.bench_embed_placement --memory --json" in memory and "embed_memory.json" in memory
     assert "-m pytest" in tests and "-k cuda" in tests and "cuda_tests.xml" in tests
     assert "benchmarks/bench_credits.py --device cuda" in bench and "--inductor" not in bench
     assert "benchmarks/bench_credits.py --device cuda" in compiled and "--inductor" in compiled

@@ -35,30 +35,33 @@ PRESET_HASHES = {
     "gapo_qwen2.5_7b_lora": ("518a19d69945cd76", "a371e65f53780896"),
 }
 
-# verl setting -> (hash of overrides(s, "$DATA_DIR", "$SEED", "$RUN"), hash of the launch script after its header)
+# verl setting -> (hash of overrides(s, "$DATA_DIR", "$SEED", "$RUN"), hash of the launch script after its header).
+# Re-pinned when every launch came to keep one actor checkpoint and drop two keys the V1 trainer never reads,
+# Table 8 to feed TinyZero's prompts raw, Table 7 to embed 8 responses per batch, and multi-node scripts to
+# require an absolute OUT_DIR.
 SETTING_HASHES = {
-    "table4_grpo_math1.5b": ("2ec152a678e0aed4", "971e2b7b19c8a00f"),
-    "table4_setpo_grpo_math1.5b": ("a1e5701960dafce7", "acc093d89d2e3b2d"),
-    "table5_gspo_math1.5b": ("2cd09b6769c9621f", "7e12d606ed6cee6a"),
-    "table5_setpo_gspo_math1.5b": ("785acc9835d86386", "0b42ff89611faeac"),
-    "table6_dapo_math1.5b": ("55f1fc096a9b8fc1", "2836f7dc3bb35762"),
-    "table6_setpo_dapo_math1.5b": ("f087bb04f17f6700", "a0bc88dabac106bf"),
-    "table4_grpo_math7b": ("00c63e70abc78b19", "d0e3932867aebb67"),
-    "table4_setpo_grpo_math7b": ("f0a61407a2fdb479", "925d2005aba6f537"),
-    "table5_gspo_math7b": ("1e7acc34274628c9", "1e60a634f4231a35"),
-    "table5_setpo_gspo_math7b": ("68e3b944cb028c16", "8c66c47f7e434f1e"),
-    "table6_dapo_math7b": ("726eb6ae15205af0", "0d3653d156cf41e7"),
-    "table6_setpo_dapo_math7b": ("4f6375a827e9e713", "9d9c3011d284977a"),
-    "table7_grpo_qwen32b": ("ec31a4ba909fece0", "0c74943382798217"),
-    "table7_setpo_grpo_qwen32b": ("4a01123a6b520737", "df8bc16f5d01a64e"),
-    "table8_grpo_countdown_g3_kl0.001": ("a013c71a1c9646fa", "d033588f4532e4f6"),
-    "table8_setpo_grpo_countdown_g3_kl0.001": ("39307a4303a78305", "8a2c678c9e6756ad"),
-    "table8_grpo_countdown_g3_kl0.005": ("7388a1736b0361fb", "f38f96ae3e035a83"),
-    "table8_setpo_grpo_countdown_g3_kl0.005": ("7e4059d778950baa", "edb52b719d64d70b"),
-    "table8_grpo_countdown_g7_kl0.001": ("5f7ebdf76f9c04f7", "f1499b5a54ec064e"),
-    "table8_setpo_grpo_countdown_g7_kl0.001": ("79a265b019a2e992", "7e96c9c21eefdb82"),
-    "table8_grpo_countdown_g7_kl0.005": ("15dc3e3a857efab4", "9f5589a39755f4eb"),
-    "table8_setpo_grpo_countdown_g7_kl0.005": ("eda33eb30c6bb5b7", "2fc2ba94bf7d7ebc"),
+    "table4_grpo_math1.5b": ("a1fe41a12dc1f734", "6c1b64f1054b1755"),
+    "table4_setpo_grpo_math1.5b": ("a6ba8411badfab48", "3a1d6e7e5c5211b3"),
+    "table5_gspo_math1.5b": ("756d959fdd1705b9", "76e539f17af25d8d"),
+    "table5_setpo_gspo_math1.5b": ("b0f7e7b8d1be79da", "7c5ebf63de4ba309"),
+    "table6_dapo_math1.5b": ("f1b0ef3375595091", "476b555e5fd5a47f"),
+    "table6_setpo_dapo_math1.5b": ("61c0fbb980e42db9", "906127d5fa94ed7f"),
+    "table4_grpo_math7b": ("5a16b3e1623d7f9f", "f3ed46bfc950ec18"),
+    "table4_setpo_grpo_math7b": ("91fb5879598717cd", "5e4dd233e6aa3a9b"),
+    "table5_gspo_math7b": ("0263e59fd78d9281", "c961742b08c33608"),
+    "table5_setpo_gspo_math7b": ("4644f60ae2445f50", "ea2163b3deb2f3d3"),
+    "table6_dapo_math7b": ("76c6be7b7a105940", "5b894878d2205196"),
+    "table6_setpo_dapo_math7b": ("a1515c9cb952a97e", "46f877a630e3f06b"),
+    "table7_grpo_qwen32b": ("e7719865c3f3c4fc", "0a31e101692eceaa"),
+    "table7_setpo_grpo_qwen32b": ("e142698e8bd6f081", "15843c983e68dcde"),
+    "table8_grpo_countdown_g3_kl0.001": ("9773c70461677301", "ad322445e7f7f7f0"),
+    "table8_setpo_grpo_countdown_g3_kl0.001": ("2525625cc74beec5", "70ce22cefb2cecef"),
+    "table8_grpo_countdown_g3_kl0.005": ("1022bbbc7a7acbdc", "6fa8fef39ae851bf"),
+    "table8_setpo_grpo_countdown_g3_kl0.005": ("969b4dce95683c03", "892d8703ac0a521a"),
+    "table8_grpo_countdown_g7_kl0.001": ("f2e9f3b118a3d3d7", "1fd7685133e59e7b"),
+    "table8_setpo_grpo_countdown_g7_kl0.001": ("99c37148386e6095", "f73f78abd3040e00"),
+    "table8_grpo_countdown_g7_kl0.005": ("cff3c62c2488b289", "015cc51b020220e2"),
+    "table8_setpo_grpo_countdown_g7_kl0.005": ("f51000ff22a92349", "d4e2a068ee9e7965"),
 }
 
 

@@ -7,6 +7,8 @@
     python -m reproduce.scale [NAME] --check                  # compose + validate the verl configs (.venv-verl)
 
 NAME is a paper run (``setpo.paper_runs.PAPER_RUNS``, the TRL preset names, e.g. ``table4_grpo_1.5b``).
+``python -m reproduce.scale`` needs the checkout's root folder as the working folder (``reproduce`` is not an
+installed package); from any other folder run ``python <checkout>/reproduce/scale ...`` instead.
 """
 
 from __future__ import annotations
@@ -18,8 +20,22 @@ import os
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
-from reproduce.scale.settings import ESTIMATE, SEEDS, SETTINGS, ScaleSetting, estimate, overrides, setting
+if not __package__:  # run as `python <checkout>/reproduce/scale`: make the checkout importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from reproduce.scale.settings import (
+    ESTIMATE,
+    SEEDS,
+    SETTINGS,
+    ScaleSetting,
+    checkpoint_gb,
+    disk_gb_per_seed,
+    estimate,
+    overrides,
+    setting,
+)
 from setpo.paper_runs import PAPER_RUNS, get_run
 
 
@@ -42,19 +58,32 @@ def script_text(s: ScaleSetting) -> str:
     cost = f"{e.gpu_hours_per_seed:.0f} GPU-hours per seed ({e.steps} steps x ~{e.seconds_per_step:.0f} s)"
     cost += f", {e.gpu_hours_all_seeds:.0f} for {len(SEEDS)} seeds"
     args = " \\\n    ".join(_quote(o) for o in overrides(s, "$DATA_DIR", "$SEED", "$RUN"))
+    disk = f"{disk_gb_per_seed(s):,.0f} GB per seed at peak (one {checkpoint_gb(s):,.0f} GB actor checkpoint kept)"
+    if r.nnodes > 1:  # every node writes its checkpoint shards under OUT_DIR: it must name one shared folder
+        out_dir = f"""OUT_DIR=${{OUT_DIR:?set OUT_DIR to an absolute folder that all {r.nnodes} nodes mount}}
+case "$OUT_DIR" in
+  /*) ;;
+  *) echo "OUT_DIR=$OUT_DIR is relative: a {r.nnodes}-node run needs an absolute folder that all nodes mount" >&2
+     exit 2 ;;
+esac"""
+    else:
+        out_dir = "OUT_DIR=${OUT_DIR:-runs/scale}"
+    out_use = "OUT_DIR is required, absolute" if r.nnodes > 1 else "OUT_DIR=runs/scale by default"
     return f"""#!/usr/bin/env bash
 # {s.name}: rendered by `python -m reproduce.scale {command(s)} --print` from setpo/paper_runs.py.
 # Table {s.table}: {s.method.upper()} ({s.model}, {s.train} train, G={s.n}{lam}).
 # Resources: {r.nnodes} node(s) x {r.gpus_per_node} GPUs (80 GB class). Estimate (docs/scale.md):
 # {cost}.
+# Disk: about {disk}.
 # Usage: DATA_DIR=<python -m setpo.data.prepare --out DIR> python -m reproduce.scale {command(s)} --run
-#        [extra hydra overrides] (or bash this file). SEEDS="{" ".join(map(str, SEEDS))}" and OUT_DIR=runs/scale
-#        by default; a rerun resumes each seed from its last checkpoint (trainer.resume_mode=auto).
+#        [extra hydra overrides] (or bash this file). SEEDS="{" ".join(map(str, SEEDS))}" by default; {out_use};
+#        a rerun resumes each seed from its last checkpoint (trainer.resume_mode=auto).
+# After training: python -m setpo.eval.checkpoint "$OUT_DIR/{s.name}/seed1" --merge (docs/scale.md, section 3).
 # Multi-node: start the Ray cluster first (ray start --head / ray start --address=...), run this on the head.
 set -euo pipefail
 : "${{DATA_DIR:?set DATA_DIR to the folder written by python -m setpo.data.prepare --out DIR}}"
 SEEDS=${{SEEDS:-"{" ".join(map(str, SEEDS))}"}}
-OUT_DIR=${{OUT_DIR:-runs/scale}}
+{out_dir}
 PYTHON=${{PYTHON:-python3}}
 for SEED in $SEEDS; do
   RUN="$OUT_DIR/{s.name}/seed$SEED"
@@ -130,6 +159,11 @@ def main(argv: list[str] | None = None) -> int:
         total = sum(estimate(s).gpu_hours_all_seeds for s in SETTINGS.values())
         print(f"# {len(SETTINGS)} settings x {len(SEEDS)} seeds; estimated {total:,.0f} GPU-hours in all")
         print(f"# assumptions: {ESTIMATE}")
+        disk = {s.model: disk_gb_per_seed(s) for s in SETTINGS.values()}
+        per_model = ", ".join(f"{m.split('/')[-1]} {gb:,.0f} GB" for m, gb in disk.items())
+        total_tb = sum(disk_gb_per_seed(s) for s in SETTINGS.values()) * len(SEEDS) / 1000
+        print(f"# disk per seed at peak (one actor checkpoint kept, a second while saving, the merged model): "
+              f"{per_model}; {total_tb:,.1f} TB for every run folder at once")  # fmt: skip
         trl_only = [n for n in PAPER_RUNS if n not in {s.run for s in SETTINGS.values()}]
         print(f"# TRL only (no verl launch; see --trl-yaml): {', '.join(trl_only)}")
         return 0

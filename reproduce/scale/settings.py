@@ -17,7 +17,9 @@ REWARD = ["reward.custom_reward_function.path=pkg://setpo.integrations.verl.rewa
 REWARD.append("reward.custom_reward_function.name=compute_score")
 
 #: Training-set sizes behind the step counts when a run uses the whole set (GSM8K train; SimpleRL-Zoo MATH
-#: level 3-5, approximate). Countdown runs read the paper's first ``train_max_samples`` rows.
+#: level 3-5, approximate). Countdown runs read ``train_max_samples`` rows of the training split: with
+#: ``data.shuffle=true`` (verl's default) verl 0.9.1 draws them at random with ``data.seed``
+#: (``verl/utils/dataset/rl_dataset.py``), so each seed trains on its own subset of that size.
 TRAIN_ROWS = {"gsm8k": 7473, "simplerl_hard": 8523}
 #: Mean prompt length in tokens (chat template + instruction), an estimate per dataset.
 PROMPT_TOKENS = {"gsm8k": 150, "simplerl_hard": 200, "countdown": 200}
@@ -33,6 +35,18 @@ VAL_SETS = {"gsm8k": ("gsm8k", "math500"), "simplerl_hard": ("math500", "aime24"
 MAX_PROMPT = {"gsm8k": 512, "simplerl_hard": 1024}
 _NAME_STEM = {"gsm8k": "math{size}", "simplerl_hard": "qwen{size}", "countdown": "countdown_g{g}_kl{kl:g}"}
 VERL_DEFAULT_CLIP = 0.2  # verl's clip_ratio, for a paper table that gives no clip range (Table 8)
+#: Chat template for datasets whose prompts the paper feeds raw (TinyZero's "base" Countdown prompt): the message
+#: contents as they are. verl 0.9.1 renders every prompt with the tokenizer's chat template
+#: (``verl/utils/tokenizer/continuous_token.py``, ``_render_tokens``); ``actor_rollout_ref.model.custom_chat_template``
+#: replaces that template (``verl/workers/config/model.py``), and apply_chat_template tokenizes without special
+#: tokens, as TinyZero's ``tokenizer(prompt, add_special_tokens=False)`` does.
+RAW_PROMPT_TEMPLATE = "{% for message in messages %}{{ message.content }}{% endfor %}"
+RAW_PROMPTS = {"countdown"}
+#: SetPO embedder batch (responses per forward pass) per dataset: 64, and 8 for Table 7's 4,096-token responses
+#: (activations grow with batch x length; docs/scale.md section 6).
+EMBED_BATCH = {"gsm8k": 64, "countdown": 64, "simplerl_hard": 8}
+#: Actor checkpoints kept on disk (``trainer.max_actor_ckpt_to_keep``): the last one, which resume reads.
+KEEP_CHECKPOINTS = 1
 
 
 @dataclass(frozen=True)
@@ -180,7 +194,6 @@ def overrides(s: ScaleSetting, data_dir: str, seed: str | int, run_dir: str) -> 
         f"data.max_prompt_length={s.max_prompt}",
         f"data.max_response_length={s.max_response}",
         "data.filter_overlong_prompts=true",
-        "data.truncation=error",
         f"data.seed={seed}",
         f"actor_rollout_ref.model.path={s.model}",
         "actor_rollout_ref.model.use_remove_padding=true",
@@ -202,7 +215,6 @@ def overrides(s: ScaleSetting, data_dir: str, seed: str | int, run_dir: str) -> 
         f"{rollout}.gpu_memory_utilization={r.gpu_memory_utilization:g}",
         f"{rollout}.log_prob_micro_batch_size_per_gpu={2 * r.micro_batch_per_gpu}",
         f"{rollout}.seed={seed}",
-        f"{rollout}.val_kwargs.do_sample=true",
         f"{rollout}.val_kwargs.n=4",
         f"{rollout}.val_kwargs.temperature={s.val_temperature:g}",
         f"{rollout}.val_kwargs.top_p={s.val_top_p:g}",
@@ -221,16 +233,19 @@ def overrides(s: ScaleSetting, data_dir: str, seed: str | int, run_dir: str) -> 
         f"trainer.test_freq={max(1, s.steps // 10)}",
         f"trainer.save_freq={max(1, s.steps // 10)}",
         "trainer.resume_mode=auto",
+        f"trainer.max_actor_ckpt_to_keep={KEEP_CHECKPOINTS}",
         f"trainer.default_local_dir={run_dir}/checkpoints",
         f"trainer.validation_data_dir={run_dir}/val_generations",
     ]
+    if s.train in RAW_PROMPTS:
+        out.append(f"actor_rollout_ref.model.custom_chat_template='{RAW_PROMPT_TEMPLATE}'")
     if s.lam is not None:
         out += [
             "trainer.v1.trainer_mode=setpo_sync",
             f"+setpo.lambda={s.lam:g}",
             f"+setpo.embedder={PAPER_EMBEDDER}",
             "+setpo.embed_device=cuda",
-            "+setpo.embedder_kwargs.batch_size=64",
+            f"+setpo.embedder_kwargs.batch_size={EMBED_BATCH[s.train]}",
         ]
     return out
 
@@ -283,3 +298,23 @@ def estimate(s: ScaleSetting, seeds: int = len(SEEDS), a: dict | None = None) ->
     hours = s.steps * step / 3600
     gpu_hours = hours * s.resources.gpus
     return Estimate(s.steps, step, hours, gpu_hours, gpu_hours * seeds, t_embed)
+
+
+# ----------------------------------------------------------------------------- disk
+
+#: Bytes per parameter of one verl actor checkpoint (sharded FSDP state): fp32 weights (4) + Adam's two fp32
+#: moments (8); the "extra" state (RNG, scheduler) and the dataloader state are small beside them.
+CHECKPOINT_BYTES_PER_PARAM = 12
+#: Bytes per parameter of the merged Hugging Face model (bf16, ``python -m setpo.eval.checkpoint ... --merge``).
+MERGED_BYTES_PER_PARAM = 2
+
+
+def checkpoint_gb(s: ScaleSetting) -> float:
+    """GB of one actor checkpoint of a setting (``CHECKPOINT_BYTES_PER_PARAM`` x parameters)."""
+    return CHECKPOINT_BYTES_PER_PARAM * PARAMS_B[s.model]
+
+
+def disk_gb_per_seed(s: ScaleSetting) -> float:
+    """Peak GB of one seed's run folder: two actor checkpoints while a save is under way (verl writes the new one
+    before it removes the old, ``verl/utils/checkpoint/checkpoint_manager.py``), plus the merged model."""
+    return 2 * checkpoint_gb(s) + MERGED_BYTES_PER_PARAM * PARAMS_B[s.model]

@@ -178,9 +178,15 @@ def make_generator(
     device: str | None = None,
     torch_dtype: str = "auto",
 ) -> Generator:
-    """A generator for the checkpoint at `model_path`: vLLM when available (backend auto), else transformers."""
+    """A generator for the checkpoint at `model_path`: vLLM when available (backend auto), else transformers.
+
+    A verl checkpoint (run folder, ``checkpoints``, ``global_step_<N>`` or ``actor``) loads its merged Hugging
+    Face model (`setpo.eval.checkpoint.resolve_model`)."""
     if backend not in ("auto", "vllm", "hf"):
         raise ValueError(f"unknown backend {backend!r}; use auto, vllm or hf")
+    from setpo.eval.checkpoint import resolve_model
+
+    model_path = resolve_model(model_path)
     if backend == "vllm" or (backend == "auto" and vllm_available()):
         if not vllm_available():
             raise ImportError("backend='vllm' needs vLLM installed (pip install vllm, GPU only)")

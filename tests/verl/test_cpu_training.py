@@ -4,7 +4,10 @@ Each run trains a ``setpo.tiny`` Llama model for 2 GRPO steps (2 prompts x 4 sam
 trainer, FSDP2 engine, agent loop, TransferQueue and reward loop; generation runs in the ``hf`` rollout with the
 trainer's weights synced into it after every update. The run dumps every trained batch (the rows as the actor
 read them from the TransferQueue) and the rollout's weight fingerprints; the tests recompute GRPO's advantages
-and the SetPO credit from the dumped responses independently of the adapter.
+and the SetPO credit from the dumped responses independently of the adapter. Besides plain GRPO the runs cover
+the paper's other base methods under ``setpo_sync``: DAPO's group filter (``algorithm.filter_groups``, with a
+reward that is constant on half of the prompts), GSPO's loss (``policy_loss.loss_mode=gspo``), and a batch
+layout that makes verl add padding rows (3 prompts x 4 samples in PPO mini-batches of 2 x 4 rows).
 """
 
 from __future__ import annotations
@@ -24,7 +27,14 @@ import torch
 import setpo
 import setpo.integrations.verl.cpu as cpu_support
 from setpo.embedders import HashedNgramEmbedder
-from setpo.integrations.verl.cpu import CPU_ENV, DUMP_ENV, cpu_overrides, digit_share_reward
+from setpo.integrations.verl.cpu import (
+    CONSTANT_REWARD,
+    CPU_ENV,
+    DUMP_ENV,
+    constant_on_even_targets_reward,
+    cpu_overrides,
+    digit_share_reward,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 LAMBDA = 0.1
@@ -52,7 +62,24 @@ def train_file(tmp_path_factory) -> str:
     return str(path)
 
 
-def run_verl(out: Path, model_dir: str, train_file: str, n_workers: int, lam: float, dynamic_bsz: bool) -> Path:
+#: Extra overrides of the runs beside plain GRPO (they replace the same keys of the base run).
+DAPO = (
+    "algorithm.filter_groups.enable=true",
+    "algorithm.filter_groups.metric=reward",
+    "reward.custom_reward_function.name=constant_on_even_targets_reward",
+)
+GSPO = (
+    "actor_rollout_ref.actor.policy_loss.loss_mode=gspo",
+    "actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean",
+)
+#: 12 rows; verl pads the batch to a multiple of ppo_mini_batch_size x n = 8 rows (verl/trainer/ppo/v1/trainer_base.py
+#: _get_required_batch_multiple), i.e. 4 padding rows.
+PADDING = ("data.train_batch_size=3", "actor_rollout_ref.actor.ppo_mini_batch_size=2")
+
+
+def run_verl(
+    out: Path, model_dir: str, train_file: str, n_workers: int, lam: float, dynamic_bsz: bool, extra: tuple = ()
+) -> Path:
     """One CPU training run (niced, its own Ray cluster, stopped when it exits); returns the dump folder."""
     out.mkdir(parents=True, exist_ok=True)
     env = {
@@ -101,6 +128,8 @@ def run_verl(out: Path, model_dir: str, train_file: str, n_workers: int, lam: fl
         "+setpo.embedder=hashed",
         "+setpo.embed_device=cpu",
     ]
+    replaced = {e.split("=", 1)[0] for e in extra}
+    overrides = [o for o in overrides if o.split("=", 1)[0] not in replaced] + list(extra)
     cmd = ["nice", "-n", "10", sys.executable, "-m", "setpo.integrations.verl", *overrides]
     start = time.perf_counter()
     with open(out / "run.log", "w") as log:
@@ -114,14 +143,14 @@ def run_verl(out: Path, model_dir: str, train_file: str, n_workers: int, lam: fl
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, tiny_model_dir, train_file):
-    """``run(n_workers, lam, dynamic_bsz)``: each configuration runs once per module."""
+    """``run(n_workers, lam, dynamic_bsz, extra)``: each configuration runs once per module."""
     done: dict[tuple, Path] = {}
 
-    def get(n_workers: int, lam: float, dynamic_bsz: bool = False) -> Path:
-        key = (n_workers, lam, dynamic_bsz)
+    def get(n_workers: int, lam: float, dynamic_bsz: bool = False, extra: tuple = ()) -> Path:
+        key = (n_workers, lam, dynamic_bsz, extra)
         if key not in done:
-            out = tmp_path_factory.mktemp(f"verl_dp{n_workers}_lam{lam}_dyn{int(dynamic_bsz)}")
-            done[key] = run_verl(out, tiny_model_dir, train_file, n_workers, lam, dynamic_bsz)
+            out = tmp_path_factory.mktemp(f"verl_dp{n_workers}_lam{lam}_dyn{int(dynamic_bsz)}_x{len(done)}")
+            done[key] = run_verl(out, tiny_model_dir, train_file, n_workers, lam, dynamic_bsz, extra)
         return done[key]
 
     return get
@@ -162,10 +191,22 @@ def setpo_credits(texts: list[str], uids: list[str]) -> np.ndarray:
     return out
 
 
-def check_advantages(out: Path, tokenizer, lam: float) -> None:
-    """Every trained batch: per-token advantages == (GRPO + lam * s) on the response mask, recomputed here."""
-    for rows in load_batches(out):
-        assert len(rows) == 2 * N_SAMPLES
+def is_padding(row: dict) -> bool:
+    """A row verl added to make the batch divisible (verl/trainer/ppo/padding_utils.py: uid "pad<hex>", keys
+    "<uid>_<i>_0"); real uids are uuid4 strings, which cannot start with "p"."""
+    return row["uid"].startswith("pad") and row["key"].startswith(row["uid"] + "_")
+
+
+def check_advantages(out: Path, tokenizer, lam: float, prompts: int = 2, padding: int = 0) -> None:
+    """Every trained batch: per-token advantages == (GRPO + lam * s) on the response mask, recomputed here
+    (`prompts` groups of N_SAMPLES real rows); verl's `padding` rows have zero advantages."""
+    for all_rows in load_batches(out):
+        pads = [r for r in all_rows if is_padding(r)]
+        assert len(pads) == padding
+        for row in pads:
+            assert row["reward"] == 0 and not any(row["advantages"]), "a padding row has a reward or an advantage"
+        rows = [r for r in all_rows if not is_padding(r)]
+        assert len(rows) == prompts * N_SAMPLES
         texts = [tokenizer.decode(r["responses"], skip_special_tokens=True) for r in rows]
         uids = [r["uid"] for r in rows]
         rewards = [r["reward"] for r in rows]
@@ -218,6 +259,49 @@ def test_lambda_zero_is_verl_grpo(run, tokenizer):
 
 
 @pytest.mark.slow
+def test_dapo_group_filter_under_setpo_sync(run, tokenizer):
+    """DAPO drops the groups of the even-target prompts (constant reward) and refills the batch; the trained
+    rows are all from groups with reward signal and carry GRPO + lambda s of those groups."""
+    out = run(1, LAMBDA, extra=DAPO)
+    check_advantages(out, tokenizer, LAMBDA)  # rewards == the digit share: no constant-reward row was trained
+    for rows in load_batches(out):
+        groups = {}
+        for r in rows:
+            groups.setdefault(r["uid"], []).append(r["reward"])
+        assert all(np.ptp(g) > 0 for g in groups.values())
+    metrics = load_metrics(out)
+    evicted = sum(v for step in metrics for k, v in step.items() if k.endswith("filter_groups/evicted_samples"))
+    assert evicted >= 1, "the filter dropped no group: the test did not exercise it"  # counts groups (uids)
+    assert all(step["setpo/num_groups"] == 2 for step in metrics)
+    assert constant_on_even_targets_reward("countdown", "1a", {"target": 6}) == CONSTANT_REWARD
+    assert constant_on_even_targets_reward("countdown", "1ab", {"target": 7}) == pytest.approx(1 / 3)  # digit share
+    check_weights_changed(out, 1)
+
+
+@pytest.mark.slow
+def test_gspo_loss_under_setpo_sync(run, tokenizer):
+    out = run(1, LAMBDA, extra=GSPO)
+    check_advantages(out, tokenizer, LAMBDA)
+    with pytest.raises(AssertionError):
+        check_advantages(out, tokenizer, 0.0)
+    assert "loss_mode: gspo" in (out / "run.log").read_text() or "'loss_mode': 'gspo'" in (out / "run.log").read_text()
+    for step in load_metrics(out):
+        assert step["setpo/lambda"] == pytest.approx(LAMBDA)
+    check_weights_changed(out, 1)
+
+
+@pytest.mark.slow
+def test_padding_rows_join_no_group(run, tokenizer):
+    out = run(1, LAMBDA, extra=PADDING)
+    check_advantages(out, tokenizer, LAMBDA, prompts=3, padding=4)
+    with pytest.raises(AssertionError):
+        check_advantages(out, tokenizer, 0.0, prompts=3, padding=4)
+    for step in load_metrics(out):
+        assert step["setpo/num_groups"] == 3  # the padding rows' shared uid is not a group
+    check_weights_changed(out, 1)
+
+
+@pytest.mark.slow
 def test_two_ranks_with_dynamic_batch_size(run, tokenizer):
     out = run(2, LAMBDA, dynamic_bsz=True)
     check_advantages(out, tokenizer, LAMBDA)
@@ -260,3 +344,40 @@ def test_transfer_queue_start_up_times_out_with_a_clear_error(monkeypatch):
     with pytest.raises(TimeoutError, match="each of its 8 storage units reserve 1 Ray CPU"):
         init(conf)
     assert cpu_support._tq_init_with_timeout(lambda conf: "ready")(conf) == "ready"
+
+
+@pytest.mark.slow
+def test_one_checkpoint_kept_resumed_and_merged_for_setpo_eval(tmp_path_factory, tiny_model_dir, train_file, tokenizer):
+    """The launch scripts' checkpoint settings on a real run: a save every step with ``max_actor_ckpt_to_keep=1``
+    leaves only the last actor checkpoint; a longer rerun resumes from it (``resume_mode=auto``) and trains only
+    the missing step; the merge step turns the last checkpoint into a model that ``setpo.eval`` loads and samples."""
+    from transformers import AutoModelForCausalLM
+
+    from setpo.eval.checkpoint import LATEST, main, merged_dir, resolve_model
+    from setpo.eval.generate import SamplingConfig, make_generator
+
+    keep = ("trainer.save_freq=1", "trainer.max_actor_ckpt_to_keep=1", "trainer.resume_mode=auto")
+    first = run_verl(tmp_path_factory.mktemp("ckpt_first"), tiny_model_dir, train_file, 1, LAMBDA, False, keep)
+    ckpt = first / "checkpoints"
+    assert (ckpt / LATEST).read_text().strip() == str(STEPS)
+    assert (ckpt / f"global_step_{STEPS}" / "actor").is_dir()
+    assert not (ckpt / f"global_step_{STEPS - 1}" / "actor").exists(), "an older actor checkpoint was kept"
+
+    more = (*keep, f"trainer.total_training_steps={STEPS + 1}", f"trainer.default_local_dir={ckpt}")
+    second = run_verl(tmp_path_factory.mktemp("ckpt_resume"), tiny_model_dir, train_file, 1, LAMBDA, False, more)
+    steps = [json.loads(line)["step"] for line in (second / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    assert steps == [STEPS + 1], f"the resumed run trained steps {steps}, not only step {STEPS + 1}"
+    assert (ckpt / LATEST).read_text().strip() == str(STEPS + 1)
+    # verl removes only checkpoints it saved in the same process: the one resumed from stays (docs/scale.md)
+    assert (ckpt / f"global_step_{STEPS}" / "actor").is_dir()
+
+    assert main([str(first), "--merge"]) == 0
+    actor = ckpt / f"global_step_{STEPS + 1}" / "actor"
+    assert resolve_model(str(first)) == str(merged_dir(actor))
+    trained = AutoModelForCausalLM.from_pretrained(merged_dir(actor))
+    initial = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    changed = [k for k, v in trained.state_dict().items() if not torch.equal(v, initial.state_dict()[k].to(v.dtype))]
+    assert changed, "the merged model has the initial weights"
+    generate = make_generator(str(first), SamplingConfig(n=2, max_new_tokens=4, seed=0), backend="hf", device="cpu")
+    samples = generate(["[1, 2, 3] -> 6"])
+    assert len(samples) == 1 and len(samples[0]) == 2 and all(isinstance(t, str) for t in samples[0])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hydra.errors import InstantiationException
 
-from reproduce.scale.settings import SETTINGS, overrides
+from reproduce.scale.settings import RAW_PROMPT_TEMPLATE, SETTINGS, overrides
 from setpo.integrations.verl.runner import check_config, compose_config, verl_ignored_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,11 +33,15 @@ def test_every_launch_script_composes_and_validates():
         assert cfg.trainer.total_epochs == s.epochs
         assert actor.policy_loss.loss_mode == ("gspo" if s.base == "gspo" else "vanilla")
         assert cfg.algorithm.filter_groups.enable == (s.base == "dapo")
+        assert cfg.trainer.max_actor_ckpt_to_keep == 1 and cfg.trainer.resume_mode == "auto"
+        raw = cfg.actor_rollout_ref.model.custom_chat_template
+        assert raw == (RAW_PROMPT_TEMPLATE if s.table == 8 else None)
         if s.lam is None:
             assert cfg.trainer.v1.trainer_mode == "sync" and "setpo" not in cfg
         else:
             assert cfg.trainer.v1.trainer_mode == "setpo_sync"
             assert setpo_cfg.lam == pytest.approx(s.lam) and setpo_cfg.embedder == "Qwen/Qwen3-Embedding-0.6B"
+            assert setpo_cfg.embedder_kwargs["batch_size"] == (8 if s.table == 7 else 64)
         seen_tables.add(s.table)
     assert seen_tables == {4, 5, 6, 7, 8}
 
@@ -59,6 +63,14 @@ def test_no_launch_script_sets_a_key_verl_ignores():
         assert verl_ignored_settings(compose_config(overrides(s, "/data", 1, "/runs/x"))) == [], s.name
     dapo = [o for o in overrides(SETTINGS["table6_setpo_dapo_math1.5b"], "/d", 1, "/r") if "filter_groups" in o]
     assert dapo == ["algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=reward"]
+
+
+def test_no_launch_script_sets_a_key_the_v1_trainer_reads_nowhere():
+    """``data.truncation`` (stored by verl/utils/dataset/rl_dataset.py, used by nothing) and
+    ``rollout.val_kwargs.do_sample`` (read only by the V0 trainer, verl/trainer/ppo/ray_trainer.py)."""
+    for s in SETTINGS.values():
+        keys = {o.split("=", 1)[0] for o in overrides(s, "/data", 1, "/runs/x")}
+        assert not keys & {"data.truncation", "actor_rollout_ref.rollout.val_kwargs.do_sample"}, s.name
 
 
 def _base():

@@ -6,8 +6,9 @@ The whole task lives here, one idea per module:
 * `solver`: every expression tree over the numbers, the solutions of a problem, reachable targets;
 * `problems`: the problem type, a generator of solvable problems, a loader for TinyZero JSONL/Parquet files;
 * `prompts`: TinyZero's "base" template (the paper's) and a compact one for tiny models;
-* `reward`: the <answer> tag, the TinyZero rule reward (1.0 correct, 0.1 format score, 0 without an answer),
-  its TRL form and the evaluation checker;
+* `reward`: the <answer> tag and the rule reward (1.0 correct, 0.1 format score, 0 without an answer) under
+  TinyZero's `compute_score` rule (the default) or the project's earlier "lenient" rule, its TRL forms and the
+  evaluation checker;
 * `sft`: supervised data with a fixed bias over solution forms;
 * `diversity`: Table 3's diversity width and average mode, and the answer-only embedder.
 """
@@ -36,7 +37,11 @@ from setpo.tasks.countdown.expressions import (
 from setpo.tasks.countdown.problems import CountdownProblem, generate_problems, load_problems
 from setpo.tasks.countdown.prompts import TEMPLATES, answer_completion, countdown_prompt, make_prompt
 from setpo.tasks.countdown.reward import (
+    DEFAULT_RULE,
+    REWARD_RULES,
     Outcome,
+    RewardRule,
+    check_rule,
     correct_answer,
     countdown_checker,
     countdown_reward,
@@ -44,26 +49,33 @@ from setpo.tasks.countdown.reward import (
     extract_tagged_answer,
     problem_of,
     score_answer,
+    tinyzero_value,
     trl_countdown_reward,
+    trl_countdown_reward_lenient,
+    trl_reward_for,
 )
 from setpo.tasks.countdown.sft import biased_solution_weights, preference_key, sft_examples
 from setpo.tasks.countdown.solver import all_expressions, reachable_targets, solve
 
 __all__ = [
+    "DEFAULT_RULE",
     "LEVELS",
     "MAX_EXPRESSION_CHARS",
     "OPS",
+    "REWARD_RULES",
     "TEMPLATES",
     "AnswerEmbedder",
     "CanonLevel",
     "CountdownProblem",
     "Expr",
     "Outcome",
+    "RewardRule",
     "all_expressions",
     "answer_completion",
     "average_mode",
     "biased_solution_weights",
     "canonical",
+    "check_rule",
     "correct_answer",
     "countdown_checker",
     "countdown_diversity",
@@ -88,5 +100,8 @@ __all__ = [
     "sft_examples",
     "solve",
     "table3_metrics",
+    "tinyzero_value",
     "trl_countdown_reward",
+    "trl_countdown_reward_lenient",
+    "trl_reward_for",
 ]

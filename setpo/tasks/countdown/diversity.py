@@ -5,7 +5,10 @@
 
 "Distinct" is counted at a chosen level of `setpo.tasks.countdown.canonical`: "string" (text without
 whitespace), "tree" (same expression, redundant parentheses ignored), "commutative" (operands of + and *
-swapped count as one) or "associative" (also regrouping of + - and * /).
+swapped count as one) or "associative" (also regrouping of + - and * /). Correctness and the answer follow a reward rule
+(`setpo.tasks.countdown.reward`, TinyZero's by default); an answer that the rule accepts but the parser of
+`canonical` does not (TinyZero's rule allows `**`, `//`, decimals and any length) counts by its text without
+whitespace at every level.
 """
 
 from __future__ import annotations
@@ -17,18 +20,25 @@ from collections.abc import Sequence
 from setpo.metrics.diversity import check_not_bare_string
 from setpo.tasks.countdown.expressions import CanonLevel, canonical
 from setpo.tasks.countdown.problems import CountdownProblem
-from setpo.tasks.countdown.reward import extract_answer, problem_of, score_answer
+from setpo.tasks.countdown.reward import DEFAULT_RULE, check_rule, extract_answer, problem_of, score_answer
 
 LEVELS: tuple[CanonLevel, ...] = ("string", "tree", "commutative", "associative")
 
 
-def distinct_correct(completions: Sequence[str], problem: CountdownProblem, level: CanonLevel = "tree") -> set[str]:
-    """Canonical keys (at `level`) of the completions whose answer solves `problem`."""
+def distinct_correct(
+    completions: Sequence[str], problem: CountdownProblem, level: CanonLevel = "tree", rule: str = DEFAULT_RULE
+) -> set[str]:
+    """Canonical keys (at `level`) of the completions whose answer solves `problem` under the reward `rule`."""
     check_not_bare_string(completions, "completions")
+    check_rule(rule)
     keys = set()
     for c in completions:
-        if score_answer(c, problem.nums, problem.target)[1] == "correct":
-            keys.add(canonical(extract_answer(c), level))
+        if score_answer(c, problem.nums, problem.target, rule=rule)[1] == "correct":
+            answer = extract_answer(c, rule)
+            try:
+                keys.add(canonical(answer, level))
+            except ValueError:  # correct for the rule, outside the plain-arithmetic parser
+                keys.add("text:" + canonical(answer, "string"))
     return keys
 
 
@@ -47,10 +57,13 @@ def average_mode(counts: Sequence[int]) -> float:
 
 
 def table3_metrics(
-    samples: Sequence[Sequence[str]], problems: Sequence[CountdownProblem], levels: Sequence[CanonLevel] = LEVELS
+    samples: Sequence[Sequence[str]],
+    problems: Sequence[CountdownProblem],
+    levels: Sequence[CanonLevel] = LEVELS,
+    rule: str = DEFAULT_RULE,
 ) -> dict[str, dict[str, float]]:
     """Width, width share of the problems and average mode at each level, from `samples[i]` = completions of
-    `problems[i]`; also the per-problem distinct counts."""
+    `problems[i]` (correct under the reward `rule`); also the per-problem distinct counts."""
     if len(samples) != len(problems):
         raise ValueError(f"{len(samples)} sample lists for {len(problems)} problems")
     for s in samples:
@@ -61,7 +74,7 @@ def table3_metrics(
     for level in levels:
         if level not in LEVELS:
             raise ValueError(f"unknown level {level!r}; use one of {LEVELS}")
-        counts = [len(distinct_correct(s, p, level)) for s, p in zip(samples, problems)]
+        counts = [len(distinct_correct(s, p, level, rule)) for s, p in zip(samples, problems)]
         out[level] = {
             "width": diversity_width(counts),
             "width_share": diversity_width(counts) / len(problems),
@@ -72,11 +85,14 @@ def table3_metrics(
 
 
 def countdown_diversity(
-    samples: Sequence[Sequence[str]], ground_truths: Sequence[dict], levels: Sequence[str] = LEVELS
+    samples: Sequence[Sequence[str]],
+    ground_truths: Sequence[dict],
+    levels: Sequence[str] = LEVELS,
+    rule: str = DEFAULT_RULE,
 ) -> dict[str, dict[str, float | int | None]]:
     """Table 3 per canonicalisation level: width (problems with >= 2 distinct correct solutions), its share of
     the problems, and the average mode (mean distinct correct count over those; None when there are none)."""
-    metrics = table3_metrics(samples, [problem_of(g) for g in ground_truths], levels)
+    metrics = table3_metrics(samples, [problem_of(g) for g in ground_truths], levels, rule)
     return {
         level: {
             "width": m["width"],
@@ -92,18 +108,19 @@ class AnswerEmbedder:
 
     The tags are the same in every completion; leaving them out lets the kernel compare the expressions.
     ``level`` (e.g. "commutative") embeds `canonical(answer, level)` instead, so that `a+b` and `b+a` are one
-    solution to the kernel; answers that do not parse are embedded as written.
+    solution to the kernel; answers that do not parse are embedded as written. ``rule`` picks the answer as the
+    reward rule reads it (`setpo.tasks.countdown.reward`).
     """
 
-    def __init__(self, base, level: CanonLevel | None = None):
+    def __init__(self, base, level: CanonLevel | None = None, rule: str = DEFAULT_RULE):
         if not callable(base):
             raise ValueError(f"base embedder must be callable (texts -> (N, d)), got {type(base).__name__}")
         if level is not None and level not in ("string", "tree", "commutative", "associative"):
             raise ValueError(f"unknown canonical level {level!r}; use 'string', 'tree', 'commutative', 'associative'")
-        self.base, self.level = base, level
+        self.base, self.level, self.rule = base, level, check_rule(rule)
 
     def _text(self, completion: str) -> str:
-        answer = extract_answer(completion)
+        answer = extract_answer(completion, self.rule)
         if not answer:
             return completion
         if self.level is None:

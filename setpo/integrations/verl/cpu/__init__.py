@@ -32,8 +32,8 @@ from typing import Any
 import verl
 
 from setpo.integrations.verl.cpu.platform import PlatformCPU
+from setpo.integrations.verl.version import VERL_VERSION
 
-VERL_VERSION = "0.9.1"
 PLUGIN_MODULE = "setpo.integrations.verl.cpu"
 #: environment of every process of a CPU run (the driver's own and, through Ray's runtime_env, the actors')
 CPU_ENV = {"VERL_USE_EXTERNAL_MODULES": PLUGIN_MODULE, "VERL_PLATFORM": "cpu"}
@@ -46,6 +46,7 @@ __all__ = [
     "VERL_VERSION",
     "PlatformCPU",
     "check_verl_version",
+    "constant_on_even_targets_reward",
     "cpu_overrides",
     "digit_share_reward",
     "install",
@@ -53,7 +54,7 @@ __all__ = [
 
 
 def check_verl_version(version: str | None = None) -> None:
-    """Refuse any verl but the one this support was written against (it relies on verl internals)."""
+    """Refuse any verl but the one this support was written against (it relies on verl internals); no override."""
     version = verl.__version__ if version is None else version
     if version != VERL_VERSION:
         raise RuntimeError(
@@ -108,6 +109,21 @@ def digit_share_reward(
     within every group. Use ``reward.custom_reward_function.path=pkg://setpo.integrations.verl.cpu``.
     """
     return sum(c.isdigit() for c in solution_str) / max(1, len(solution_str))
+
+
+#: The constant reward of `constant_on_even_targets_reward`.
+CONSTANT_REWARD = 0.5
+
+
+def constant_on_even_targets_reward(
+    data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None, **_: Any
+) -> float:
+    """Smoke-test reward for DAPO's group filter: `CONSTANT_REWARD` for every response to a prompt whose
+    ``ground_truth["target"]`` is even (a group without reward signal, which the filter drops), the digit share
+    (`digit_share_reward`) otherwise."""
+    if int(ground_truth["target"]) % 2 == 0:
+        return CONSTANT_REWARD
+    return digit_share_reward(data_source, solution_str, ground_truth, extra_info)
 
 
 def _plain_gloo(init_fn: Any) -> Any:
