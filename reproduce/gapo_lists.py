@@ -501,7 +501,7 @@ def write_table(run: RunDir, cfg: GapoListsConfig, df, n_params: int) -> list[Pa
     order = [m for m in ("sft", *METHODS) if m in agg.index]
     flat = agg.copy()
     flat.columns = [f"{a}_{b}" for a, b in flat.columns]
-    flat.loc[order].reset_index().to_csv(run.path / "table.csv", index=False)
+    run.write_csv("table.csv", flat.loc[order].reset_index())
 
     def cell(m: str, k: str) -> str:
         mean, std = agg.loc[m, (k, "mean")], agg.loc[m, (k, "std")]
@@ -540,8 +540,7 @@ def write_table(run: RunDir, cfg: GapoListsConfig, df, n_params: int) -> list[Pa
         "N samples over a vocabulary of about 24 words nearly every answer has an exact copy among the others "
         "(BLEU 1), so 1 - Self-BLEU here mostly counts one-off strings; GAPO measured it on long creative texts.",
     ]
-    md = run.path / "table.md"
-    md.write_text("\n".join(lines) + "\n")
+    md = run.write_text("table.md", "\n".join(lines) + "\n")
     return [md, run.path / "table.csv"]
 
 
@@ -672,7 +671,7 @@ def run_experiment(cfg: GapoListsConfig, run: RunDir, progress: bool = True) -> 
             sft_dir = models / f"sft_s{seed}"
             if not run.done(f"sft_s{seed}"):
                 with tqdm(total=cfg.sft_steps, desc=f"SFT seed {seed}", leave=False, disable=not progress) as bar:
-                    run.save(f"sft_s{seed}", train_sft(cfg, task, seed, sft_dir, bar))
+                    run.save(f"sft_s{seed}", train_sft(cfg, task, seed, run.tree(sft_dir), bar))
             evals[("sft", seed)] = _evaluate_step(run, f"eval_sft_s{seed}", sft_dir, cfg, task, embedder, prompts)
             outer.update(1)
             for method in cfg.methods:
@@ -682,7 +681,7 @@ def run_experiment(cfg: GapoListsConfig, run: RunDir, progress: bool = True) -> 
                     with tqdm(
                         total=cfg.rl_steps, desc=f"RL {method} seed {seed}", leave=False, disable=not progress
                     ) as b:
-                        run.save(step, {"log": train_rl(cfg, task, method, seed, sft_dir, rl_dir, b)})
+                        run.save(step, {"log": train_rl(cfg, task, method, seed, sft_dir, run.tree(rl_dir), b)})
                 logs[(method, seed)] = run.load(step)["log"]
                 evals[(method, seed)] = _evaluate_step(
                     run, f"eval_{method}_s{seed}", rl_dir, cfg, task, embedder, prompts

@@ -248,7 +248,7 @@ PROFILES.update(
 def _prepare(run: RunDir, cfg: MathPipelineConfig, local_dir: str | None, use_hub: bool) -> dict:
     if run.done("prepare"):
         return run.load("prepare")
-    data = run.path / "data"
+    data = run.tree("data")
     train = prepare_split(cfg.train_dataset, cfg.train_split, data, local_dir, use_hub=use_hub)
     available, missing = {}, {}
     for b in tqdm(cfg.eval_benchmarks, desc="prepare", leave=False):
@@ -286,7 +286,7 @@ def _base_model(run: RunDir, cfg: MathPipelineConfig) -> str:
     if not run.done("base_model"):
         from setpo.tiny import build_tiny_model
 
-        path = build_tiny_model(run.path / "models" / "base", overwrite=True, **cfg.tiny)
+        path = build_tiny_model(run.tree("models/base"), overwrite=True, **cfg.tiny)
         run.save("base_model", {"path": str(path)})
     return run.load("base_model")["path"]
 
@@ -313,7 +313,7 @@ def _train(run: RunDir, cfg: MathPipelineConfig, method: str, seed: int, base: s
 
     from setpo.integrations.trl import SetPOConfig, SetPOTrainer
 
-    out = run.path / "models" / f"{method}_s{seed}"
+    out = run.tree(f"models/{method}_s{seed}")
     overrides = {**cfg.train_overrides, "seed": seed}
     if method == "baseline":
         overrides["setpo_lambda"] = 0.0
@@ -374,7 +374,7 @@ def _evaluate(run: RunDir, cfg: MathPipelineConfig, prep: dict, method: str, see
             bench,
             rows,
             generate,
-            run.path / "eval" / f"{method}_s{seed}",
+            run.tree(f"eval/{method}_s{seed}"),
             config={"model_dir": model_dir, "sampling": asdict(sampling)},
             checker=math_checker(MathVerifier(require_boxed=cfg.require_boxed), workers=cfg.verify_workers),
         )
@@ -440,10 +440,9 @@ def _report(run: RunDir, cfg: MathPipelineConfig, evals: dict, trained: dict, sc
             ]
     reported = get_preset_model(cfg.preset)
     tables = run.path / "tables"
-    tables.mkdir(exist_ok=True)
-    (tables / "pass1.md").write_text(pass1_table(pass1, scale, reported_model=reported))
-    pd.DataFrame([{"method": m, **row} for m, row in pass1.items()]).to_csv(tables / "pass1.csv", index=False)
-    (tables / "passk.md").write_text(pass_at_k_table(passk, scale))
+    run.write_text("tables/pass1.md", pass1_table(pass1, scale, reported_model=reported))
+    run.write_csv("tables/pass1.csv", pd.DataFrame([{"method": m, **row} for m, row in pass1.items()]))
+    run.write_text("tables/passk.md", pass_at_k_table(passk, scale))
 
     df = pd.DataFrame(passk_rows)
     fig, axes = plt.subplots(1, len(benches), figsize=(3.2 * len(benches), 3), squeeze=False)

@@ -665,8 +665,7 @@ def summary_table(run: RunDir, prof: Any, con, times, sizes: dict, setting: str,
         lines.append(f"| - | grpo | 0 (the frontier) | - | - | - | - | - | - | {mean_t['grpo']:.3f} | - | - |")
         lines.append("")
     lines += [term_sizes_text(sizes), "", report.caveats]
-    path = run.path / "summary.md"
-    path.write_text("\n".join(lines) + "\n")
+    path = run.write_text("summary.md", "\n".join(lines) + "\n")
     return path
 
 
@@ -679,12 +678,12 @@ def analyse(run: RunDir, prof: Any, evals: dict, sizes: dict, setting: str, name
     ``timed_with_grpo``: see `comparison`."""
     names = list(names or prof.arms)
     df = results_frame(prof, evals)
-    df.to_csv(run.path / "results.csv", index=False)
-    per_problem_frame(evals).to_csv(run.path / "per_problem.csv.gz", index=False, compression=evidence.GZIP)
+    run.write_csv("results.csv", df)
+    run.write_csv("per_problem.csv.gz", per_problem_frame(evals), compression=evidence.GZIP)
     times = step_times(load or run.load, prof, names)
-    times.to_csv(run.path / "timing.csv", index=False)
+    run.write_csv("timing.csv", times)
     con = comparison(df, times, prof, names, controls, timed_with_grpo)
-    con.to_csv(run.path / "contrasts.csv", index=False)
+    run.write_csv("contrasts.csv", con)
     return [figure(run, prof, df, names, report),
             summary_table(run, prof, con, times, sizes, setting, report, controls),
             run.path / "results.csv",

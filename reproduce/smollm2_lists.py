@@ -273,16 +273,17 @@ def _execute(args: argparse.Namespace, prof: ListsProfile, plan: RunPlan) -> int
                                                        lambda c=ckpt: evaluate(c, prof))  # fmt: skip
 
     df = results_frame(evals)
-    df.to_csv(run.path / "results.csv", index=False)
-    per_list_frame(evals).to_csv(run.path / "per_list.csv.gz", index=False, compression=evidence.GZIP)
+    run.write_csv("results.csv", df)
+    run.write_csv("per_list.csv.gz", per_list_frame(evals), compression=evidence.GZIP)
     con = contrasts(df, prof)
-    con.to_csv(run.path / "contrasts.csv", index=False)
+    run.write_csv("contrasts.csv", con)
     setting = (
         f"Command: `{COMMAND.format(profile=args.profile)}`. SmolLM2-135M-Instruct with LoRA r {prof.lora_r}; "
         f"{prof.seeds} seeds per arm, paired by seed; {prof.n_test} test lists of {TEST_SIZE} items x n={prof.eval_n} "
         f"at T 1; RL {prof.rl_steps} steps x {prof.prompts_per_step} prompts x G={prof.group_size}, lr {prof.rl_lr:g}."
     )
     title = "GAPO's list selection on SmolLM2-135M: GRPO, GAPO, SetPO and its placebo"
+    run.claim("summary.md")  # written by evidence.summary_table
     files = [figure(run, prof, df), summary_table(run, con, title, setting), run.path / "results.csv",
              run.path / "per_list.csv.gz", run.path / "contrasts.csv"]  # fmt: skip
     return plan.finish(run, t0, run.path / "summary.md", files)

@@ -202,6 +202,8 @@ def _execute(args: argparse.Namespace, prof, plan: RunPlan) -> int:
         f"{prof.seeds} seeds per arm, paired by seed; {prof.n_test} test windows x n={prof.eval_n}; RL "
         f"{prof.rl_steps} steps x {prof.prompts_per_step} prompts, lr {prof.rl_lr:g}."
     )
+    for name in ("results.csv", "per_problem.csv.gz", "contrasts.csv", "summary.md"):  # written by evidence.analyse
+        run.claim(name)
     files = analyse(run, prof, evals, "Does SetPO beat GRPO's frontier and a placebo? (SmolLM2-135M, primes)", setting)
     return plan.finish(run, t0, run.path / "summary.md", files)
 
