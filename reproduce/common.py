@@ -159,7 +159,9 @@ def _grows(old: Any, new: Any, keys: tuple[str, ...]) -> bool:
 
 
 def _version_changes(old: dict, now: dict) -> list[str]:
-    return [f"{k} {old.get(k, '-')} -> {now.get(k, '-')}" for k in sorted(set(old) | set(now)) if old.get(k) != now.get(k)]
+    return [
+        f"{k} {old.get(k, '-')} -> {now.get(k, '-')}" for k in sorted(set(old) | set(now)) if old.get(k) != now.get(k)
+    ]
 
 
 class RunDir:
@@ -380,11 +382,13 @@ class RunDir:
                     os.link(tmp, lock)  # exclusive: fails when the lock exists
                     return
                 except FileExistsError:
-                    holder = _lock_holder(self.path)
+                    holder = _read_lock(lock)
                     if holder is None:
                         continue  # released meanwhile
+                    if _alive(holder, self.path):
+                        raise RunExistsError(_in_use(self.path, holder)) from None
                     print(
-                        f"{self.path}: taking over the lock of PID {holder.get('pid')} ({holder.get('command')}), "
+                        f"{self.path}: taking over the lock of PID {holder['pid']} ({holder.get('command', '?')}), "
                         "which is no longer running",
                         file=sys.stderr,
                     )
@@ -487,8 +491,9 @@ class RunDir:
         now, damage = _read_json(cfg_file) if cfg_file.is_file() else (None, "missing")
         if damage or not _is_run_config(now) or now["config"] != self._recorded:
             why = damage or (
-                "not a run's config" if not _is_run_config(now) else "differs in: "
-                + ", ".join(_differing_keys(self._recorded, now["config"])[:6])
+                "not a run's config"
+                if not _is_run_config(now)
+                else "differs in: " + ", ".join(_differing_keys(self._recorded, now["config"])[:6])
             )
             raise RunExistsError(
                 f"{cfg_file} changed while this run wrote into {self.path} ({why}); step {step!r} is not saved: "
@@ -520,33 +525,48 @@ def _command_line() -> str:
     if not sys.argv or not sys.argv[0]:
         return "python"
     first = Path(sys.argv[0])
-    head = f"python -m {first.parent.name}" if first.name == "__main__.py" else first.name
+    head = f"python -m {first.parent.name}" if first.name == "__main__.py" else f"python {sys.argv[0]}"
     return " ".join([head, *map(shlex.quote, sys.argv[1:])])
 
 
-def _lock_holder(path: Path) -> dict | None:
-    """The live holder of `path`'s lock; None when there is no lock or its holder is gone (a stale lock).
-
-    A lock of this process counts as live only while one of its open runs writes into `path`."""
-    lock = path / LOCK
-    if not lock.is_file():
+def _read_lock(lock: Path) -> dict | None:
+    """The holder a lock file names; None when there is no lock; `RunExistsError` for a damaged one."""
+    try:
+        text = lock.read_text()
+    except FileNotFoundError:
         return None
-    holder, damage = _read_json(lock)
-    if damage or not isinstance(holder, dict) or not isinstance(holder.get("pid"), int):
-        raise RunExistsError(f"{lock} is damaged ({damage or 'no PID'}); if no run writes into {path}, delete it")
-    live = {"pid": holder["pid"], "command": holder.get("command", "?"), "host": holder.get("host")}
+    try:
+        holder = json.loads(text)
+    except json.JSONDecodeError:
+        holder = None
+    if not isinstance(holder, dict) or not isinstance(holder.get("pid"), int):
+        raise RunExistsError(f"{lock} is damaged (no PID); if no run writes into {lock.parent}, delete it")
+    return holder
+
+
+def _alive(holder: dict, path: Path) -> bool:
+    """Whether the process a lock of `path` names still runs (a lock of this process: while one of its open runs
+    writes into `path`; another machine's: assumed, as it cannot be checked from here)."""
     if holder.get("host") not in (None, socket.gethostname()):
-        return live  # another machine's process: its life cannot be checked from here
+        return True
     if holder["pid"] == os.getpid():
-        same = os.path.realpath(path)
-        return live if any(os.path.realpath(r.path) == same for r in _OPEN_RUNS) else None
+        return any(os.path.realpath(r.path) == os.path.realpath(path) for r in _OPEN_RUNS)
     try:
         os.kill(holder["pid"], 0)
     except ProcessLookupError:
-        return None
+        return False
     except PermissionError:
-        return live
-    return live
+        return True
+    return True
+
+
+def _in_use(path: Path, holder: dict) -> str:
+    host = holder.get("host")
+    where = f" on {host}" if host not in (None, socket.gethostname()) else ""
+    return (
+        f"{path} is in use by PID {holder['pid']}{where} ({holder.get('command', '?')}); wait for that run to end, "
+        f"or choose another --out folder" + (f" (if that process is gone, delete {path / LOCK})" if where else "")
+    )
 
 
 def _inspect(path: Path, command: str | None = None) -> dict | None:
@@ -556,13 +576,9 @@ def _inspect(path: Path, command: str | None = None) -> dict | None:
         return None
     if not path.is_dir():
         raise RunExistsError(f"{path} exists and is not a folder; choose another --out")
-    holder = _lock_holder(path) if (path / LOCK).exists() else None
-    if holder is not None:
-        raise RunExistsError(
-            f"{path} is in use by PID {holder['pid']}"
-            + (f" on {holder['host']}" if holder.get("host") not in (None, socket.gethostname()) else "")
-            + f" ({holder['command']}); wait for that run to end, or choose another --out folder"
-        )
+    holder = _read_lock(path / LOCK)
+    if holder is not None and _alive(holder, path):
+        raise RunExistsError(_in_use(path, holder))
     marker = path / MANIFEST
     if marker.is_file():
         manifest, damage = _read_json(marker)
@@ -572,7 +588,7 @@ def _inspect(path: Path, command: str | None = None) -> dict | None:
                 "nothing is deleted: remove the folder yourself if it holds only that run, or choose another --out"
             )
         mark = manifest.get("command")
-        if None not in (mark, command) and mark != command:
+        if mark not in (None, "reproduce") and command is not None and mark != command:
             raise RunExistsError(
                 f"{path} holds a run of {mark!r}, not of {command!r}; refusing to write into it or delete anything "
                 "there: choose another --out folder"
@@ -661,13 +677,14 @@ def experiment_parser(
     config: str | None = None,
     threads: int | None = None,
 ) -> Parser:
-    """The options of ``python -m reproduce NAME``: --profile; with `config` (its help) --config FILE and
-    --print-config; with `seeds` (its help) --seeds N; with `threads` (the default) --threads; the run-folder options.
-    The experiment adds its own options to the parser returned."""
+    """The options of ``python -m reproduce NAME``: --profile; with `config` (its help) --config FILE (its fields set
+    on top of --profile's, see `chosen_config`) and --print-config; with `seeds` (its help) --seeds N; with
+    `threads` (the default) --threads; the run-folder options. The experiment adds its own options to the parser
+    returned."""
     p = Parser(prog=f"python -m reproduce {name}", description=doc.strip().splitlines()[0])
     p.add_argument("--profile", choices=sorted(profiles), default="quick")
     if config is not None:
-        p.add_argument("--config", type=Path, default=None, help=config)
+        p.add_argument("--config", type=Path, default=None, help=f"{config}; its fields replace those of --profile")
         p.add_argument(
             "--print-config",
             action="store_true",
@@ -712,9 +729,11 @@ def _yaml_value(value: Any, kind: str) -> Any:
 def read_config(path: str | Path, cls: type, what: str, base: Any = None) -> Any:
     """A `cls` dataclass from a YAML mapping of its fields, on top of `base` (default: the class defaults).
 
-    An unknown field, or a file that is not a mapping, is a ValueError naming the file (`what` names the config).
+    An unknown or repeated field, or a file that is not a mapping, is a ValueError naming the file (`what` names
+    the config).
     """
-    values = yaml.safe_load(Path(path).read_text()) or {}
+    values = read_yaml(path)
+    values = {} if values is None else values
     if not isinstance(values, dict):
         raise ValueError(f"{path} must hold a mapping of {what} fields")
     kinds = {f.name: str(f.type) for f in dataclasses.fields(cls)}
@@ -738,19 +757,18 @@ def chosen_config(
     profiles: dict[str, Any],
     what: str,
     *,
-    on_profile: bool = False,
     seeds: Callable[[Any, int], Any] | None = None,
 ) -> Any:
-    """The config of parsed options: --profile's, or --config FILE's (read on top of --profile's when `on_profile`,
-    else on the class defaults), then --seeds N through ``seeds(config, N)``. A missing or bad file or value is a
-    one-line usage error naming it."""
+    """The config of parsed options: --profile's (default quick) with the fields --config FILE names replaced, then
+    --seeds N through ``seeds(config, N)``: the one rule of --profile with --config in every experiment. A missing
+    or bad file or value is a one-line usage error naming it."""
     config_file = getattr(args, "config", None)
     if config_file is not None and not config_file.is_file():
         p.error(f"--config {config_file}: no such file")
     try:
         cfg = profiles[args.profile]
         if config_file is not None:
-            cfg = read_config(config_file, type(cfg), what, cfg if on_profile else None)
+            cfg = read_config(config_file, type(cfg), what, cfg)
         else:
             cfg = dataclasses.replace(cfg)  # a copy: some configs are mutable
         if seeds is not None and getattr(args, "seeds", None) is not None:

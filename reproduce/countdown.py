@@ -653,7 +653,7 @@ def build_parser() -> Parser:
         NAME,
         __doc__,
         PROFILES,
-        config="YAML profile (fields of CountdownProfile; --print-config writes one)",
+        config="YAML of CountdownProfile fields (--print-config writes one)",
         seeds="N RL seeds 0..N-1 per configuration (default: the profile's)",
         threads=1,  # 1 is fastest on a shared 2-core box
     )

@@ -700,7 +700,7 @@ def build_parser() -> Parser:
         NAME,
         __doc__,
         PROFILES,
-        config="YAML of config fields applied on top of the profile (--print-config writes one)",
+        config="YAML of config fields (--print-config writes one)",
         seeds="N seeds 0..N-1 (default: the profile's)",
     )
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -722,9 +722,7 @@ def prepare(argv: list[str] | None = None) -> Callable[[], int]:
     """Parse and check every option and the run folder (writing nothing); returns the run to start."""
     p = build_parser()
     args = p.parse_args(argv)
-    cfg = chosen_config(
-        p, args, PROFILES, "gapo_lists config", on_profile=True, seeds=lambda c, n: replace(c, seeds=tuple(range(n)))
-    )
+    cfg = chosen_config(p, args, PROFILES, "gapo_lists config", seeds=lambda c, n: replace(c, seeds=tuple(range(n))))
     if args.print_config:
         return print_config(cfg, NAME, args)
     label = args.profile if args.config is None else f"{args.profile}_{args.config.stem}"

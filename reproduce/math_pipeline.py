@@ -515,7 +515,7 @@ def build_parser() -> Parser:
         NAME,
         __doc__,
         PROFILES,
-        config="YAML config (fields of MathPipelineConfig; --print-config writes one) instead of a profile",
+        config="YAML of MathPipelineConfig fields (--print-config writes one)",
         seeds="N seeds 0..N-1 (default: the profile's)",
     )
     p.add_argument(

@@ -71,9 +71,7 @@ def train_arm(
                       prof.rl_lr, seed, setpo_embedder="hashed", **fields,
                       gradient_checkpointing=False)  # TRL's default (True) recomputes activations: slower on a CPU
     )  # fmt: skip
-    callbacks = (
-        [checkpoint_callback(set(save_steps), run.tree(f"adapters/{name}_ckpt"), tok)] if save_steps else []
-    )
+    callbacks = [checkpoint_callback(set(save_steps), run.tree(f"adapters/{name}_ckpt"), tok)] if save_steps else []
     lora = lora_config(prof.lora_r)
     t0 = time.perf_counter()
     trainer = SetPOTrainer(

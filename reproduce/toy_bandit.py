@@ -12,6 +12,7 @@ benefit starts and where it costs reward).
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -116,7 +117,9 @@ def _samples(run: RunDir, step: str) -> dict:
     path = run.path / f"samples_{step}.pt"
     try:
         return torch.load(path)
-    except (OSError, RuntimeError, EOFError, ValueError) as err:
+    except Exception as err:  # noqa: BLE001 - a damaged pickle can raise anything; the message names the file
+        if os.environ.get("SETPO_TRACEBACK"):
+            raise
         why = "missing" if not path.exists() else f"damaged ({' '.join(str(err).split())[:120]})"
         raise RunExistsError(
             f"{path} is {why}; delete {run.path / 'steps' / f'{step}.json'} (and that file) to redo the step"

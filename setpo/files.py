@@ -41,7 +41,9 @@ def read_table(path: Path) -> list[dict]:
             return pd.read_parquet(path).to_dict(orient="records")
         except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
             first = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise ValueError(f"{path} is not a readable parquet file ({first}); replace it with an intact copy") from None
+            raise ValueError(
+                f"{path} is not a readable parquet file ({first}); replace it with an intact copy"
+            ) from None
     raise ValueError(f"unsupported file type {path.suffix!r} for {path}; use .jsonl, .json or .parquet")
 
 
