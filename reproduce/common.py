@@ -954,6 +954,12 @@ def _user_errors() -> tuple[type[BaseException], ...]:
         extra.append(DatasetUnavailableError)
     except ImportError:  # pragma: no cover
         pass
+    try:
+        from safetensors import SafetensorError  # a damaged model file in a run folder
+
+        extra.append(SafetensorError)
+    except ImportError:  # pragma: no cover - safetensors comes with transformers
+        pass
     return USER_ERRORS + tuple(extra)
 
 
@@ -989,9 +995,17 @@ def cli(main: Callable[[list[str]], int], argv: list[str] | None = None, prog: s
         if os.environ.get("SETPO_TRACEBACK"):
             raise
         msg = " ".join(str(err).split()) or type(err).__name__
+        if type(err).__name__ == "SafetensorError":
+            msg += "; a model file in the run folder is damaged: delete that model's step under steps/ to redo it"
         if not isinstance(err, (RunExistsError, PublishError, UsageError, OutError)):
             msg = f"{msg} ({type(err).__name__}; SETPO_TRACEBACK=1 shows where)"
         print(f"{prog}: error: {msg}", file=sys.stderr, flush=True)
+        return 2
+    except (MemoryError, RuntimeError) as err:
+        if os.environ.get("SETPO_TRACEBACK") or not _out_of_memory(err):
+            raise
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        print(f"{prog}: error: out of memory ({first}); ask for a smaller profile or fewer seeds", file=sys.stderr)
         return 2
     finally:
         for run in list(_OPEN_RUNS[n_open:]):
@@ -1002,6 +1016,11 @@ def cli(main: Callable[[list[str]], int], argv: list[str] | None = None, prog: s
         del _OPEN_RUNS[n_open:]
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _out_of_memory(err: BaseException) -> bool:
+    """A MemoryError, or torch's RuntimeError for an allocation it cannot make (its text ends in C++ frames)."""
+    return isinstance(err, MemoryError) or "can't allocate memory" in str(err) or "out of memory" in str(err)
 
 
 def _main_thread() -> bool:

@@ -140,6 +140,8 @@ class GapoListsConfig:
         unknown = set(self.methods) - set(METHODS)
         if unknown or not self.methods:
             raise ValueError(f"unknown method(s) {sorted(unknown)}; choose from {METHODS}")
+        if len(set(self.methods)) != len(self.methods):
+            raise ValueError(f"methods must be distinct, got {self.methods}; name each once")
         if self.num_generations < 3:
             raise ValueError(f"num_generations must be >= 3 (SetPO's leave-one-out credit), got {self.num_generations}")
         for name in ("sft_steps", "rl_steps", "rl_prompts_per_step", "eval_lists", "eval_samples", "open_samples"):

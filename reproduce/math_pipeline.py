@@ -101,8 +101,8 @@ class MathPipelineConfig:
         self.methods, self.seeds = tuple(self.methods), tuple(self.seeds)
         self.eval_benchmarks = tuple(self.eval_benchmarks)
         bad = [m for m in self.methods if m not in METHODS]
-        if bad or not self.methods:
-            raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {self.methods}")
+        if bad or not self.methods or len(set(self.methods)) != len(self.methods):
+            raise ValueError(f"methods must be distinct names from {METHODS}, got {self.methods}")
         for b in (*self.eval_benchmarks, self.train_dataset):
             get_spec(b)  # raises on an unknown dataset name
         if self.train_split not in get_spec(self.train_dataset).splits:

@@ -16,6 +16,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import reproduce.__main__ as cli_entry
@@ -198,16 +199,19 @@ def test_setpo_eval_keeps_the_tables_of_another_request(tmp_path, capsys):
     out.mkdir()
     (out / ".setpo-run.json").write_text(json.dumps({"command": "setpo.eval", "request": {"model": "other"}}))
     (out / "pass1.md").write_text("the other model's table")
+    data = tmp_path / "data" / "aime24"
+    data.mkdir(parents=True)
+    pd.DataFrame([{"prompt": "1 + 1?", "answer": "2"}]).to_parquet(data / "test.parquet")
     with pytest.raises(SystemExit) as exc:
-        eval_main(["--model", "none", "--out", str(out), "--data", str(tmp_path / "data")])
+        eval_main(["--model", "none", "--out", str(out), "--data", str(tmp_path / "data"), "--benchmarks", "aime24"])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "holds pass1.md of an evaluation with other settings (differs in: " in err
     assert "pass --overwrite to replace them" in err and (out / "pass1.md").read_text() == "the other model's table"
 
 
 def test_setpo_eval_accepts_a_folder_it_wrote_before_it_kept_a_mark(tmp_path, capsys):
-    """A folder of results/, generations/ and the tables is this command's: it passes the rule (and then stops
-    at the missing data, which shows that the --out check let it through)."""
+    """A folder of results/ and the tables is this command's: it passes the rule (and then stops at the missing
+    data, which shows that the --out check let it through)."""
     from setpo.eval.__main__ import main as eval_main
 
     out = tmp_path / "ev"
@@ -216,7 +220,6 @@ def test_setpo_eval_accepts_a_folder_it_wrote_before_it_kept_a_mark(tmp_path, ca
     with pytest.raises(SystemExit) as exc:
         eval_main(["--model", "none", "--out", str(out), "--data", str(tmp_path / "nodata")])
     assert exc.value.code == 2 and "no prepared test.parquet under" in capsys.readouterr().err
-    assert json.loads((out / ".setpo-run.json").read_text())["command"] == "setpo.eval"
 
 
 def test_prepare_follows_the_rule_and_says_what_no_hub_needs(tmp_path, capsys):
@@ -409,3 +412,36 @@ def test_a_lock_of_a_process_that_is_gone_is_taken_over_at_once(tmp_path, capsys
     RunDir(out, {"a": 1}).close()
     assert time.perf_counter() - t0 < 5
     assert f"taking over the lock of PID {proc.pid} (old run), which is no longer running" in capsys.readouterr().err
+
+
+def test_a_size_too_large_for_memory_and_a_damaged_model_file_are_one_line(tmp_path, capsys):
+    import torch
+    from safetensors.torch import load_file
+
+    def huge(argv):
+        torch.empty(2**50, dtype=torch.uint8)  # a petabyte: torch's error carries C++ frames
+
+    assert common.cli(huge, [], prog="p") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("p: error: out of memory (") and "smaller profile" in err
+
+    damaged = tmp_path / "model.safetensors"
+    damaged.write_bytes(b"\xff" * 64)
+    assert common.cli(lambda argv: load_file(damaged), [], prog="p") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "a model file in the run folder is damaged: delete that model's step" in err
+
+
+def test_quick_reports_a_user_error_of_one_experiment_in_one_line(tmp_path, monkeypatch, capsys):
+    import importlib
+
+    for name in cli_entry.EXPERIMENTS:
+        monkeypatch.setattr(importlib.import_module(f"reproduce.{name}"), "_execute", lambda *a: 0)
+
+    def refused(*a):
+        raise RunExistsError("R/summary.md is in the run folder but was not written by this run")
+
+    monkeypatch.setattr(toy_bandit, "_execute", refused)
+    rc, out, err = _run(["quick", "--out", str(tmp_path / "q")], capsys)
+    assert rc == 1 and "Traceback" not in err and "toy_bandit failed: RunExistsError" in out
+    assert "python -m reproduce toy_bandit: error: R/summary.md is in the run folder" in err

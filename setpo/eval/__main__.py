@@ -142,13 +142,8 @@ def _main(argv: list[str]) -> int:
     }
     try:
         a.out = check_out(a.out, COMMAND, owns=_earlier_eval)
-        _check_tables(a.out, request, a.overwrite)
-        a.out.mkdir(parents=True, exist_ok=True)
-        (a.out / RUN_MARK).write_text(json.dumps({"setpo_run": 2, "command": COMMAND, "request": request}) + "\n")
     except OutError as e:
         p.exit(2, f"{PROG}: error: {e}\n")
-    except OSError as e:
-        p.exit(2, f"{PROG}: error: cannot write to --out {a.out}: {e.strerror or e}\n")
     data = a.data
     if data is None:
         if a.local_dir is not None and not Path(a.local_dir).is_dir():
@@ -166,6 +161,14 @@ def _main(argv: list[str]) -> int:
         rows = {b: read_prepared(data / b / "test.parquet")[: a.limit] for b in a.benchmarks}
     except (ValueError, OSError) as e:
         p.exit(2, f"{PROG}: error: {e} (python -m setpo.data.prepare --overwrite writes it again)\n")
+    try:  # the tables of another request are not replaced; then this folder is marked as this request's
+        _check_tables(a.out, request, a.overwrite)
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / RUN_MARK).write_text(json.dumps({"setpo_run": 2, "command": COMMAND, "request": request}) + "\n")
+    except OutError as e:
+        p.exit(2, f"{PROG}: error: {e}\n")
+    except OSError as e:
+        p.exit(2, f"{PROG}: error: cannot write to --out {a.out}: {e.strerror or e}\n")
     model_key = model_fingerprint(a.model)
     try:
         generate = make_generator(a.model, sampling, backend=a.backend)
