@@ -463,10 +463,6 @@ class RunDir:
             _OPEN_RUNS.remove(self)
         self._unlock()
 
-    def record(self) -> None:
-        """Flush the run's file list (every writer already does, before it writes)."""
-        self._write_manifest()
-
     def finished_steps(self) -> int:
         """How many steps are recorded as finished."""
         return len(list((self.path / "steps").glob("*.json"))) if (self.path / "steps").is_dir() else 0
@@ -565,7 +561,7 @@ def _in_use(path: Path, holder: dict) -> str:
     where = f" on {host}" if host not in (None, socket.gethostname()) else ""
     return (
         f"{path} is in use by PID {holder['pid']}{where} ({holder.get('command', '?')}); wait for that run to end, "
-        f"or choose another --out folder" + (f" (if that process is gone, delete {path / LOCK})" if where else "")
+        f"or choose another --out folder (if PID {holder['pid']}{where} is no setpo run, delete {path / LOCK})"
     )
 
 

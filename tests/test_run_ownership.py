@@ -217,9 +217,13 @@ def test_setpo_eval_accepts_a_folder_it_wrote_before_it_kept_a_mark(tmp_path, ca
     out = tmp_path / "ev"
     (out / "results").mkdir(parents=True)
     (out / "results" / "aime24.json").write_text("{}")
-    with pytest.raises(SystemExit) as exc:
-        eval_main(["--model", "none", "--out", str(out), "--data", str(tmp_path / "nodata")])
-    assert exc.value.code == 2 and "no prepared test.parquet under" in capsys.readouterr().err
+    stopped = tmp_path / "stopped"  # stopped while it prepared the benchmarks into OUT/data
+    (stopped / "data").mkdir(parents=True)
+    (stopped / "data" / "manifest.json").write_text("{}")
+    for folder in (out, stopped):
+        with pytest.raises(SystemExit) as exc:
+            eval_main(["--model", "none", "--out", str(folder), "--data", str(tmp_path / "nodata")])
+        assert exc.value.code == 2 and "no prepared test.parquet under" in capsys.readouterr().err
 
 
 def test_prepare_follows_the_rule_and_says_what_no_hub_needs(tmp_path, capsys):
@@ -445,3 +449,13 @@ def test_quick_reports_a_user_error_of_one_experiment_in_one_line(tmp_path, monk
     rc, out, err = _run(["quick", "--out", str(tmp_path / "q")], capsys)
     assert rc == 1 and "Traceback" not in err and "toy_bandit failed: RunExistsError" in out
     assert "python -m reproduce toy_bandit: error: R/summary.md is in the run folder" in err
+
+
+def test_reproduce_out_pointing_at_a_file_is_one_line(tmp_path, capsys):
+    target = tmp_path / "results.txt"
+    target.write_text("mine")
+    rc, _, err = _run(["toy_bandit", *SMOKE, "--out", str(target), "--overwrite"], capsys)
+    assert rc == 2 and err.strip() == (
+        f"python -m reproduce toy_bandit: error: {target} exists and is not a folder; choose another --out"
+    )
+    assert target.read_text() == "mine"

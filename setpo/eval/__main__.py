@@ -36,9 +36,11 @@ _OUTPUTS = {"results", "generations", "pass1.md", "passk.md", "data"}
 
 
 def _earlier_eval(folder: Path) -> bool:
-    """`folder` holds only what an evaluation writes, with at least one result (written before RUN_MARK existed)."""
+    """`folder` holds only what an evaluation writes, with a result or the data it prepared (an evaluation of a
+    version before RUN_MARK, or one stopped while it prepared the benchmarks into OUT/data)."""
     names = {p.name for p in folder.iterdir()}
-    return names <= _OUTPUTS and any((folder / "results").glob("*.json"))
+    made = any((folder / "results").glob("*.json")) or (folder / "data" / "manifest.json").is_file()
+    return names <= _OUTPUTS and made
 
 
 def _check_tables(out: Path, request: dict, overwrite: bool) -> None:
