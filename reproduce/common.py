@@ -105,14 +105,14 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
-def write_json(path: Path, obj: Any, sort_keys: bool = True) -> None:
+def write_json(path: Path, obj: Any) -> None:
     """Write `obj` as indented JSON (dataclasses, numpy scalars and paths converted), atomically (tmp + rename).
 
     Inside the folder of an open `RunDir` the file is first recorded as that run's (see `RunDir.claim`)."""
     path = _claim_open(Path(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(_jsonable(obj), indent=2, sort_keys=sort_keys) + "\n")
+    tmp.write_text(json.dumps(_jsonable(obj), indent=2, sort_keys=True) + "\n")
     os.replace(tmp, path)
 
 
@@ -268,10 +268,10 @@ class RunDir:
         """`claim` a folder that another library fills (a model's ``save_pretrained``, a trainer's output)."""
         return self.claim(path, tree=True)
 
-    def write_json(self, path: str | Path, obj: Any, sort_keys: bool = True) -> Path:
+    def write_json(self, path: str | Path, obj: Any) -> Path:
         """Write `obj` as JSON to `path` in the run folder (see `write_json`), recorded first."""
         full = self.claim(path)
-        write_json(full, obj, sort_keys=sort_keys)
+        write_json(full, obj)
         return full
 
     def write_text(self, path: str | Path, text: str) -> Path:
@@ -479,10 +479,10 @@ class RunDir:
             raise RunExistsError(f"{path} is damaged ({damage}); delete that file to redo the step")
         return obj
 
-    def save(self, step: str, result: Any) -> None:
+    def save(self, step: str, result: Any) -> Any:
         """Record a finished step's result (written last, so a crash leaves the step to redo), after checking that
-        config.json still holds this run's config. Keys keep their order, so tables built from a loaded step have
-        the columns of a fresh one."""
+        config.json still holds this run's config; returns the result as `load` reads it back (keys sorted), so
+        that tables built from a fresh step have the columns of a resumed one."""
         cfg_file = self.path / "config.json"
         now, damage = _read_json(cfg_file) if cfg_file.is_file() else (None, "missing")
         if damage or not _is_run_config(now) or now["config"] != self._recorded:
@@ -495,7 +495,8 @@ class RunDir:
                 f"{cfg_file} changed while this run wrote into {self.path} ({why}); step {step!r} is not saved: "
                 "another run or a person wrote there; check the folder, then rerun (--overwrite starts again)"
             )
-        self.write_json(Path("steps") / f"{step}.json", result, sort_keys=False)
+        self.write_json(Path("steps") / f"{step}.json", result)
+        return json.loads(json.dumps(_jsonable(result), sort_keys=True))
 
 
 _OPEN_RUNS: list[RunDir] = []

@@ -652,8 +652,7 @@ def _evaluate_step(run: RunDir, step: str, model_dir: Path, cfg, task, embedder,
         return run.load(step)
     model, tok = load_tiny(model_dir)
     result = evaluate_model(model, tok, task, cfg, embedder, prompts)
-    run.save(step, result)
-    return result
+    return run.save(step, result)  # as a resumed run reads it: the same columns in every table
 
 
 def run_experiment(cfg: GapoListsConfig, run: RunDir, progress: bool = True) -> dict[str, Any]:

@@ -259,8 +259,7 @@ def _prepare(run: RunDir, cfg: MathPipelineConfig, local_dir: str | None, use_hu
     if not available:
         raise DatasetUnavailableError("no evaluation benchmark could be loaded: " + "; ".join(missing.values()))
     result = {"train": train["path"], "available": available, "missing": missing}
-    run.save("prepare", result)
-    return result
+    return run.save("prepare", result)
 
 
 def _train_rows(run: RunDir, cfg: MathPipelineConfig, prep: dict) -> list[dict]:
@@ -342,8 +341,7 @@ def _train(run: RunDir, cfg: MathPipelineConfig, method: str, seed: int, base: s
         "train_wall_s": time.perf_counter() - t0,
         "log_history": [_numbers(h) for h in trainer.state.log_history],
     }
-    run.save(step, result)
-    return result
+    return run.save(step, result)
 
 
 def _evaluate(run: RunDir, cfg: MathPipelineConfig, prep: dict, method: str, seed: int, model_dir: str) -> dict:
@@ -379,8 +377,7 @@ def _evaluate(run: RunDir, cfg: MathPipelineConfig, prep: dict, method: str, see
             checker=math_checker(MathVerifier(require_boxed=cfg.require_boxed), workers=cfg.verify_workers),
         )
         results[bench] = {k: v for k, v in res.items() if k != "config"}
-    run.save(step, results)
-    return results
+    return run.save(step, results)
 
 
 # -- report -----------------------------------------------------------------------------------------------------

@@ -509,8 +509,7 @@ def _execute(args: argparse.Namespace, prof: OverheadProfile, out: Path, config:
                         {"policy": size.policy, "round": r, "method": m, **x}
                         for x in time_method(prof, size, m, dataset, run.tree("trl"), bar, args.device)
                     ]
-                run.save(step, got)
-                rows += got
+                rows += run.save(step, got)  # as a resumed run reads it: the same columns in every table
     shutil.rmtree(run.path / "trl", ignore_errors=True)
 
     summary = summarise(rows, prof.methods)

@@ -108,8 +108,7 @@ def _train(run: RunDir, prof: ToyProfile, step: str, lam: float, replicates: int
             {"modes": res.sampled_modes, "emb": res.sampled_embeddings, "steps": res.sampled_steps},
             f"samples_{step}.pt",
         )
-    run.save(step, out)
-    return out
+    return run.save(step, out)  # as a resumed run reads it: the same columns in every table
 
 
 def _samples(run: RunDir, step: str) -> dict:
