@@ -1,6 +1,7 @@
 """Run folders for every reproduction script: config, seed and versions recorded; resumable; no silent overwrite.
 
-A run folder holds ``.setpo-run.json``, the list of files the run wrote. ``--overwrite`` deletes those files and
+A run folder holds ``.setpo-run.json``, the list of files the run wrote (each recorded before it is written) and,
+while a run writes there, ``.setpo-run.lock`` naming its process. ``--overwrite`` deletes the listed files and
 nothing else, and a non-empty folder without that list (a model folder, a project) is never written into. The
 command-line helpers here (`Parser`, `out_dir`, `count`, `cli`) give every script one-line errors, a refusal of
 ``--out ''``, and a one-line message with the resume command on SIGINT / SIGTERM.
@@ -168,9 +169,10 @@ class RunDir:
     """A results folder for one run: `config.json` (config, seed, versions) plus one file per finished step.
 
     A step whose marker file exists is skipped on the next call (resume). The run owns exactly the files it
-    wrote: each writer (`write_json`, `write_text`, `write_csv`, `save_figure`, `torch_save`, and `claim` for
-    any other) adds the file to ``.setpo-run.json`` and flushes that list before the file is written, so after a
-    kill the list still names everything the killed call may have written. A folder that another library fills
+    wrote: each writer (its `write_json`, `write_text`, `write_csv`, `torch_save`; this module's `write_json` and
+    `save_figure` inside its folder; `claim` for any other) adds the file to ``.setpo-run.json`` and flushes that
+    list before the file is written, so after a kill the list still names everything the killed call may have
+    written. A folder that another library fills
     (``save_pretrained``, a trainer's output) is claimed whole with `tree`. A file already in the folder and not
     on the list is never written over: the writer refuses. ``overwrite=True`` deletes the listed files, the listed
     trees and the folders the run created once empty, and names every other file it keeps.
@@ -293,10 +295,6 @@ class RunDir:
         full = self.claim(path)
         torch.save(obj, full)
         return full
-
-    def save_figure(self, fig: Any, path: str | Path, data: Any) -> Path:
-        """`save_figure` into the run folder (the PNG and its data file recorded first)."""
-        return save_figure(fig, self.path / self._rel(path), data)
 
     def _clear(self, manifest: dict) -> None:
         """Delete the files and trees of `manifest`, then the folders it created once empty; name what is kept."""
@@ -601,9 +599,10 @@ def _inspect(path: Path, command: str | None = None) -> dict | None:
 
 
 def check_out_dir(path: str | Path) -> Path:
-    """`path` as a Path; an empty string (which would mean the current folder) is refused (see `check_out`)."""
+    """`path` as a Path; an empty string (which would mean the current folder) is refused by `check_out`, which
+    `RunDir.check` applies in full once the folder is known."""
     if isinstance(path, str) and not path.strip():
-        raise UsageError("--out is an empty string; name a folder (for the current one, say '.')")
+        check_out(path, "reproduce")
     return Path(path)
 
 
