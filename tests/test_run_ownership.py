@@ -463,3 +463,39 @@ def test_reproduce_out_pointing_at_a_file_is_one_line(tmp_path, capsys):
         f"python -m reproduce toy_bandit: error: {target} exists and is not a folder; choose another --out"
     )
     assert target.read_text() == "mine"
+
+
+def test_a_toy_bandit_run_killed_mid_run_then_a_users_file_then_overwrite(tmp_path):
+    """A real `python -m reproduce toy_bandit` process, killed with SIGKILL after its first step."""
+    out = tmp_path / "R"
+    proc = _python(
+        f"""
+        import sys, time
+        from reproduce import toy_bandit
+        from reproduce.__main__ import main
+        real, calls = toy_bandit.train_bandit, []
+
+        def slow_after_the_first(*args, **kwargs):
+            calls.append(1)
+            if len(calls) == 2:
+                print("first step saved", flush=True)
+                time.sleep(60)  # killed here
+            return real(*args, **kwargs)
+
+        toy_bandit.train_bandit = slow_after_the_first
+        sys.exit(main(["toy_bandit", "--profile", "smoke", "--out", {str(out)!r}]))
+        """
+    )
+    assert proc.stdout.readline().strip() == "first step saved"
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+    (out / "post_mortem.md").write_text("the run died after its first step")
+    assert (out / "samples_grpo.pt").exists() and (out / LOCK).exists()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    again = [sys.executable, "-m", "reproduce", "toy_bandit", "--profile", "smoke", "--seeds", "3"]
+    done = subprocess.run([*again, "--out", str(out), "--overwrite"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"taking over the lock of PID {proc.pid}" in done.stderr
+    assert f"kept 1 file(s) in {out} that the run did not write: post_mortem.md" in done.stderr
+    assert (out / "post_mortem.md").read_text() == "the run died after its first step"
+    assert json.loads((out / "config.json").read_text())["config"]["seeds"] == 3
