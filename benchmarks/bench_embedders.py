@@ -16,13 +16,15 @@ import argparse
 import json
 import os
 import random
+import shlex
+import sys
 import time
-from pathlib import Path
 
 import torch
 
 from setpo import cosine_kernel, loo_credits
 from setpo.embedders import HashedNgramEmbedder, PolicyHiddenStateEmbedder, offline_minilm
+from setpo.files import OutError, check_out
 
 WORDS = (
     "the answer is so we get then therefore sum of two three five seven nine twelve twenty numbers "
@@ -63,7 +65,22 @@ def credit_time(emb: torch.Tensor, G: int, dtype: torch.dtype, repeats: int) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """Command line (see the module docstring): sizes too large for the machine and Ctrl-C end in one line."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        again = " ".join(["python benchmarks/bench_embedders.py", *map(shlex.quote, argv)])
+        print(f"\ninterrupted (SIGINT): nothing written; run again with: {again}", file=sys.stderr)
+        return 130
+    except (MemoryError, RuntimeError) as err:  # torch reports an allocation it cannot make as a RuntimeError
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        print(f"error: {first}; ask for smaller sizes (--n, --chars, --group)", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python benchmarks/bench_embedders.py", description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=512, help="number of completions")
     ap.add_argument("--chars", type=int, default=200, help="characters per completion")
     ap.add_argument("--group", type=int, default=6, help="group size G for the credits")
@@ -75,8 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.n < args.group or args.group < 3:
         ap.error("need --group >= 3 and --n >= --group")
-    if args.json and Path(args.json).exists() and not args.overwrite:
-        ap.error(f"{args.json} exists; pass --overwrite to replace it")
+    if args.chars < 1 or args.repeats < 1 or (args.threads is not None and args.threads < 1):
+        ap.exit(2, f"{ap.prog}: error: --chars, --repeats and --threads must be >= 1 (else nothing is timed)\n")
+    if args.json is not None:
+        try:
+            args.json = check_out(args.json, "bench_embedders", flag="--json", is_file=True, overwrite=args.overwrite)
+        except OutError as err:
+            ap.exit(2, f"{ap.prog}: error: {err}\n")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -134,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
     print("ratio = embedding time / (cosine_kernel + loo_credits) time, float32 credits")
     if args.json:
         meta = {"n": args.n, "chars": args.chars, "group": args.group, "threads": torch.get_num_threads()}
-        Path(args.json).write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
+        try:
+            args.json.write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
+        except OSError as err:
+            print(f"error: cannot write --json {args.json}: {err.strerror or err}", file=sys.stderr)
+            return 2
     return 0
 
 

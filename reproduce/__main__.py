@@ -9,6 +9,7 @@ before the first one starts, a failing experiment does not stop the others, and 
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import sys
 import time
@@ -16,7 +17,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from reproduce.common import _OPEN_RUNS, UsageError, cli
+from reproduce.common import _OPEN_RUNS, UsageError, _user_errors, cli
 
 # Experiments the all-in-one profiles run, in order (module names under reproduce/).
 EXPERIMENTS = [
@@ -111,7 +112,10 @@ def _all(profile: str, rest: list[str]) -> int:
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as err:  # noqa: BLE001 - one failing experiment must not hide the others
-            traceback.print_exc()
+            if isinstance(err, _user_errors()) and not os.environ.get("SETPO_TRACEBACK"):
+                print(f"{PROG} {exp}: error: {' '.join(str(err).split())}", file=sys.stderr)
+            else:
+                traceback.print_exc()
             results[exp] = f"failed: {type(err).__name__}: {' '.join(str(err).split())}"
         finally:
             for run in list(_OPEN_RUNS[n_open:]):

@@ -1,6 +1,7 @@
 """Run folders for every reproduction script: config, seed and versions recorded; resumable; no silent overwrite.
 
-A run folder holds ``.setpo-run.json``, the list of files the run wrote. ``--overwrite`` deletes those files and
+A run folder holds ``.setpo-run.json``, the list of files the run wrote (each recorded before it is written) and,
+while a run writes there, ``.setpo-run.lock`` naming its process. ``--overwrite`` deletes the listed files and
 nothing else, and a non-empty folder without that list (a model folder, a project) is never written into. The
 command-line helpers here (`Parser`, `out_dir`, `count`, `cli`) give every script one-line errors, a refusal of
 ``--out ''``, and a one-line message with the resume command on SIGINT / SIGTERM.
@@ -16,6 +17,7 @@ import platform
 import shlex
 import shutil
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable
@@ -25,7 +27,10 @@ from typing import Any
 import numpy as np
 import yaml
 
-MANIFEST = ".setpo-run.json"
+from setpo.files import RUN_MARK, OutError, check_out, read_yaml
+
+MANIFEST = RUN_MARK
+LOCK = ".setpo-run.lock"
 PUBLISH_RECORD = ".setpo-published.json"
 PAPER_FIGURES = Path(__file__).resolve().parent.parent / "paper_figures"
 # Profiles ordered by size; a run of a lower rank never silently replaces published results of a higher one.
@@ -102,8 +107,10 @@ def _jsonable(obj: Any) -> Any:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    """Write `obj` as indented JSON (dataclasses, numpy scalars and paths converted), atomically (tmp + rename)."""
-    path = Path(path)
+    """Write `obj` as indented JSON (dataclasses, numpy scalars and paths converted), atomically (tmp + rename).
+
+    Inside the folder of an open `RunDir` the file is first recorded as that run's (see `RunDir.claim`)."""
+    path = _claim_open(Path(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(_jsonable(obj), indent=2, sort_keys=True) + "\n")
@@ -119,37 +126,16 @@ def _read_json(path: Path) -> tuple[Any, str | None]:
 
 
 def _is_run_config(obj: Any) -> bool:
-    return isinstance(obj, dict) and "config" in obj and "versions" in obj
+    return isinstance(obj, dict) and isinstance(obj.get("config"), dict) and isinstance(obj.get("versions"), dict)
 
 
-def _walk(root: Path) -> tuple[list[str], list[str]]:
-    """Relative paths of the files and folders under `root` (not following links), the manifest excluded."""
-    files, dirs = [], []
-    for base, dnames, fnames in os.walk(root):
+def _walk(root: Path) -> list[str]:
+    """Relative paths of the files under `root` (not following links), the run's own bookkeeping excluded."""
+    files = []
+    for base, _, fnames in os.walk(root):
         rel = Path(base).relative_to(root)
-        dirs += [str(rel / d) for d in dnames]
-        files += [str(rel / f) for f in fnames if not (base == str(root) and f == MANIFEST)]
-    return files, dirs
-
-
-def _changed_since(path: Path, t: float) -> bool:
-    try:
-        st = path.lstat()
-    except FileNotFoundError:
-        return False
-    return max(st.st_mtime, st.st_ctime) >= t - 1.0  # file-system clocks can lag time.time() by a tick
-
-
-def _stats(root: Path) -> dict[str, tuple[int, int]]:
-    """(mtime_ns, size) of every file and folder under `root`, the manifest excluded."""
-    out = {}
-    for rel in sum(_walk(root), []):
-        try:
-            st = (root / rel).lstat()
-        except FileNotFoundError:
-            continue
-        out[rel] = (st.st_mtime_ns, st.st_size)
-    return out
+        files += [str(rel / f) for f in fnames if not (base == str(root) and f in (MANIFEST, LOCK))]
+    return sorted(files)
 
 
 def _differing_keys(old: Any, new: Any) -> list[str]:
@@ -173,16 +159,29 @@ def _grows(old: Any, new: Any, keys: tuple[str, ...]) -> bool:
     return is_extension(old, new, keys) and all(new[k] > old[k] for k in _differing_keys(old, new))
 
 
+def _version_changes(old: dict, now: dict) -> list[str]:
+    return [
+        f"{k} {old.get(k, '-')} -> {now.get(k, '-')}" for k in sorted(set(old) | set(now)) if old.get(k) != now.get(k)
+    ]
+
+
 class RunDir:
     """A results folder for one run: `config.json` (config, seed, versions) plus one file per finished step.
 
-    A step whose marker file exists is skipped on the next call (resume). The run keeps the list of files it
-    wrote in ``.setpo-run.json`` (every file created or rewritten in the folder while it runs; `record`
-    refreshes the list, `save` and `close` call it; after a killed call, what changed since it started).
-    Starting a run raises `RunExistsError` when the folder is not empty and holds no run, or holds a
-    run with a different or damaged config and ``overwrite`` is false; ``overwrite=True`` deletes the listed
-    files (and the folders they leave empty) and nothing else. A folder of an older version (``config.json`` in
-    this format, no list) is adopted: its files from the run's start on count as the run's.
+    A step whose marker file exists is skipped on the next call (resume). The run owns exactly the files it
+    wrote: each writer (its `write_json`, `write_text`, `write_csv`, `torch_save`; this module's `write_json` and
+    `save_figure` inside its folder; `claim` for any other) adds the file to ``.setpo-run.json`` and flushes that
+    list before the file is written, so after a kill the list still names everything the killed call may have
+    written. A folder that another library fills
+    (``save_pretrained``, a trainer's output) is claimed whole with `tree`. A file already in the folder and not
+    on the list is never written over: the writer refuses. ``overwrite=True`` deletes the listed files, the listed
+    trees and the folders the run created once empty, and names every other file it keeps.
+
+    Starting a run raises `RunExistsError` when the folder is not empty and holds no run of this `command`,
+    holds a run with a different or damaged config and ``overwrite`` is false, or is in use: ``.setpo-run.lock``
+    (created exclusively, naming the PID and command) is held by a live process. A lock left by a dead process
+    is taken over with a message. Each `save` re-reads config.json and refuses to record a step under a config
+    another writer replaced. A resume under other package versions prints them and records them in config.json.
 
     `extend` names integer config keys that only say how many independent units (seeds) the run has: a config that
     differs from the recorded one in those keys alone opens the run too. With larger values the run grows (its
@@ -192,43 +191,233 @@ class RunDir:
     its analysis would rewrite the larger run's results).
     """
 
-    def __init__(self, path: str | Path, config: Any, overwrite: bool = False, extend: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        path: str | Path,
+        config: Any,
+        overwrite: bool = False,
+        extend: tuple[str, ...] = (),
+        command: str | None = None,
+    ):
         self.path = check_out_dir(path)
         cfg = _jsonable(config)
-        manifest = self.check(self.path, cfg, overwrite, extend)
-        if manifest is not None and overwrite:
-            self._clear(manifest)
-            manifest = None
-        self._files: set[str] = set(manifest["files"]) if manifest else set()
-        self._dirs: set[str] = set(manifest["dirs"]) if manifest else set()
-        self._open = True
-        self._started = time.time()
-        # What is in the folder now and not on the list is someone else's, unless the run rewrites it.
-        self._before = _stats(self.path) if self.path.is_dir() else {}
-        self._files.add("config.json")
+        self.check(self.path, cfg, overwrite, extend, command=command)
+        created = not self.path.exists()
         try:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise RunExistsError(f"cannot create the run folder {self.path}: {err.strerror or err}") from err
-        self._write_manifest()  # before anything else, so an interrupted start is still recognised as a run
-        cfg_file = self.path / "config.json"
-        if not cfg_file.exists():
-            write_json(cfg_file, {"config": cfg, "versions": versions(), "started": time.strftime("%Y-%m-%d %H:%M:%S")})
-        elif extend:
-            old, _ = _read_json(cfg_file)
-            if _is_run_config(old) and _grows(old["config"], cfg, extend):
-                grown = {k: old["config"][k] for k in _differing_keys(old["config"], cfg)}
-                at = {"at": time.strftime("%Y-%m-%d %H:%M:%S"), "versions": versions()}  # of the units added now
-                history = [*old.get("extended_from", []), {**grown, **at}]
-                write_json(cfg_file, {**old, "config": cfg, "extended_from": history})
-        self.record()
+        self._lock()
+        try:
+            manifest = self.check(self.path, cfg, overwrite, extend, command=command)  # again, now that it is ours
+            if manifest is not None and overwrite:
+                self._clear(manifest)
+                manifest = None
+        except BaseException:
+            self._unlock()
+            if created and not any(self.path.iterdir()):
+                self.path.rmdir()
+            raise
+        manifest = manifest or {}
+        self.command = command or manifest.get("command") or "reproduce"
+        self._files: set[str] = set(manifest.get("files", ()))
+        self._dirs: set[str] = set(manifest.get("dirs", ()))
+        self._trees: set[str] = set(manifest.get("trees", ()))
+        self._watched = bool(manifest.get("watched"))  # lists of an older version, made by watching the folder
         _OPEN_RUNS.append(self)
+        self._write_manifest()  # before anything else, so an interrupted start is still recognised as a run
+        self._recorded = self._open_config(cfg, extend)
+
+    # -- the files it owns ------------------------------------------------------------------------------------
+
+    def _rel(self, path: str | Path) -> str:
+        """`path` (relative to the run folder, or inside it) as the run's relative name."""
+        p = Path(path)
+        if p.is_absolute() or p.parts[: len(self.path.parts)] == self.path.parts:
+            try:
+                p = Path(os.path.abspath(p)).relative_to(os.path.abspath(self.path))
+            except ValueError:
+                raise ValueError(f"{path} is not inside the run folder {self.path}") from None
+        if not p.parts or ".." in p.parts:
+            raise ValueError(f"{path} is not a file inside the run folder {self.path}")
+        return str(p)
+
+    def owns(self, rel: str) -> bool:
+        """True when the run wrote (or claimed) `rel`, itself or as part of a claimed tree."""
+        parts = Path(rel).parts
+        return rel in self._files or any(parts[: len(Path(t).parts)] == Path(t).parts for t in self._trees)
+
+    def claim(self, path: str | Path, tree: bool = False) -> Path:
+        """Record `path` (relative to the run folder, or inside it) as the run's, flush the list, and return the
+        full path to write to; the parent folders are created (and recorded when new). With `tree`, a folder whose
+        whole content is the run's. A path already there that the run did not write is refused."""
+        rel = self._rel(path)
+        full = self.path / rel
+        if not self.owns(rel):
+            if full.exists() or full.is_symlink():
+                raise RunExistsError(
+                    f"{full} is in the run folder but was not written by this run; refusing to replace it: move it "
+                    f"elsewhere, then run the same command again to resume"
+                )
+            (self._trees if tree else self._files).add(rel)
+            new_dirs = [str(Path(*Path(rel).parts[:i])) for i in range(1, len(Path(rel).parts))]
+            self._dirs |= {d for d in new_dirs if not (self.path / d).exists()}
+            self._write_manifest()
+        (full if tree else full.parent).mkdir(parents=True, exist_ok=True)
+        return full
+
+    def tree(self, path: str | Path) -> Path:
+        """`claim` a folder that another library fills (a model's ``save_pretrained``, a trainer's output)."""
+        return self.claim(path, tree=True)
+
+    def write_json(self, path: str | Path, obj: Any) -> Path:
+        """Write `obj` as JSON to `path` in the run folder (see `write_json`), recorded first."""
+        full = self.claim(path)
+        write_json(full, obj)
+        return full
+
+    def write_text(self, path: str | Path, text: str) -> Path:
+        """Write `text` to `path` in the run folder, recorded first."""
+        full = self.claim(path)
+        full.write_text(text)
+        return full
+
+    def write_csv(self, path: str | Path, df: Any, **kwargs: Any) -> Path:
+        """Write a DataFrame as CSV to `path` in the run folder (``index=False`` unless given), recorded first."""
+        full = self.claim(path)
+        df.to_csv(full, **{"index": False, **kwargs})
+        return full
+
+    def torch_save(self, obj: Any, path: str | Path) -> Path:
+        """``torch.save`` `obj` to `path` in the run folder, recorded first."""
+        import torch
+
+        full = self.claim(path)
+        torch.save(obj, full)
+        return full
+
+    def _clear(self, manifest: dict) -> None:
+        """Delete the files and trees of `manifest`, then the folders it created once empty; name what is kept."""
+        if manifest.get("watched"):
+            raise RunExistsError(
+                f"{self.path} was written by an older setpo that listed its files by watching the folder, so its "
+                "list may hold files of yours; --overwrite deletes nothing there: delete the folder yourself "
+                "(after moving out any file of yours), or choose another --out folder"
+            )
+        root = os.path.realpath(self.path)
+
+        def inside(p: Path) -> bool:
+            return os.path.realpath(p.parent).startswith(root + os.sep) or os.path.realpath(p.parent) == root
+
+        for rel in manifest.get("files", ()):
+            p = self.path / rel
+            if inside(p) and (p.is_file() or p.is_symlink()):
+                p.unlink()
+        for rel in manifest.get("trees", ()):
+            p = self.path / rel
+            if inside(p) and p.is_symlink():
+                p.unlink()
+            elif inside(p) and p.is_dir():
+                shutil.rmtree(p)
+        for rel in sorted(manifest.get("dirs", ()), key=lambda r: len(Path(r).parts), reverse=True):
+            p = self.path / rel
+            if p.is_dir() and not p.is_symlink() and inside(p) and not any(p.iterdir()):
+                p.rmdir()
+        kept = _walk(self.path)
+        if kept:
+            print(
+                f"--overwrite: kept {len(kept)} file(s) in {self.path} that the run did not write: {', '.join(kept)}",
+                file=sys.stderr,
+            )
+
+    def _write_manifest(self) -> None:
+        write_json(
+            self.path / MANIFEST,
+            {
+                "setpo_run": 2,
+                "command": self.command,
+                "files": sorted(self._files),
+                "dirs": sorted(self._dirs),
+                "trees": sorted(self._trees),
+                **({"watched": True} if self._watched else {}),
+            },
+        )
+
+    # -- config and lock ---------------------------------------------------------------------------------------
+
+    def _open_config(self, cfg: dict, extend: tuple[str, ...]) -> Any:
+        """Write config.json for a new run, grow or note other versions for a resumed one; the config recorded."""
+        cfg_file = self.path / "config.json"
+        now = versions()
+        if not cfg_file.exists():
+            self.write_json(cfg_file, {"config": cfg, "versions": now, "started": time.strftime("%Y-%m-%d %H:%M:%S")})
+            return cfg
+        old, _ = _read_json(cfg_file)  # checked: a run's config, equal to `cfg` or extended by it
+        record = dict(old)
+        if extend and _grows(old["config"], cfg, extend):
+            grown = {k: old["config"][k] for k in _differing_keys(old["config"], cfg)}
+            at = {"at": time.strftime("%Y-%m-%d %H:%M:%S"), "versions": now}  # of the units added now
+            record.update(config=cfg, extended_from=[*old.get("extended_from", []), {**grown, **at}])
+        last = ([old["versions"]] + [r["versions"] for r in old.get("resumed_under", []) if isinstance(r, dict)])[-1]
+        changes = _version_changes(last, now)
+        if changes:
+            print(f"{self.path}: resuming under other package versions: {'; '.join(changes)}", file=sys.stderr)
+            at = {"at": time.strftime("%Y-%m-%d %H:%M:%S"), "versions": now}
+            record["resumed_under"] = [*old.get("resumed_under", []), at]
+        if record != old:
+            self.write_json(cfg_file, record)
+        return record["config"]
+
+    def _lock(self) -> None:
+        """Take the folder's lock (see the class docstring), or raise `RunExistsError` naming its holder."""
+        lock = self.path / LOCK
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "command": _command_line(), "since": time.time()}
+        tmp = self.path / f".{LOCK}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(me) + "\n")
+        try:
+            for _ in range(3):
+                try:
+                    os.link(tmp, lock)  # exclusive: fails when the lock exists
+                    return
+                except FileExistsError:
+                    holder = _read_lock(lock)
+                    if holder is None:
+                        continue  # released meanwhile
+                    if _alive(holder, self.path):
+                        raise RunExistsError(_in_use(self.path, holder)) from None
+                    print(
+                        f"{self.path}: taking over the lock of PID {holder['pid']} ({holder.get('command', '?')}), "
+                        "which is no longer running",
+                        file=sys.stderr,
+                    )
+                    stale = self.path / f".{LOCK}.{os.getpid()}.stale"
+                    try:
+                        os.replace(lock, stale)
+                        stale.unlink()
+                    except FileNotFoundError:
+                        pass
+            raise RunExistsError(f"{self.path}: could not take {LOCK}; another run keeps taking it: try again")
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def _unlock(self) -> None:
+        holder = _read_json(self.path / LOCK)[0] if (self.path / LOCK).is_file() else None
+        if isinstance(holder, dict) and holder.get("pid") == os.getpid():
+            (self.path / LOCK).unlink(missing_ok=True)
+
+    # -- resumable steps ---------------------------------------------------------------------------------------
 
     @staticmethod
     def check(
-        path: str | Path, config: Any, overwrite: bool = False, extend: tuple[str, ...] = (), fewer: bool = True
+        path: str | Path,
+        config: Any,
+        overwrite: bool = False,
+        extend: tuple[str, ...] = (),
+        fewer: bool = True,
+        command: str | None = None,
     ) -> dict | None:
-        """Raise `RunExistsError` when a run with `config` may not start in `path`; return its file list, if any.
+        """Raise `RunExistsError` when a run of `command` (None: of any experiment) with `config` may not start in
+        `path`; return its file list, if any.
 
         ``fewer=False`` also refuses a config with smaller `extend` counts than the recorded run (reading its first
         units is fine, analysing them in its folder would rewrite its results). Writes nothing, so every experiment
@@ -236,76 +425,41 @@ class RunDir:
         """
         path = check_out_dir(path)
         cfg = _jsonable(config)
-        manifest = _inspect(path)
+        manifest = _inspect(path, command)
         if manifest is None:
             return None
         cfg_file = path / "config.json"
-        if cfg_file.exists():
-            old, damage = _read_json(cfg_file)
-            if damage and not overwrite:
+        if not cfg_file.exists():
+            return manifest
+        old, damage = _read_json(cfg_file)
+        if not damage and not _is_run_config(old):
+            damage = "not a run's config: no 'config' and 'versions' mappings"
+        if damage and not overwrite:
+            raise RunExistsError(
+                f"{cfg_file} is damaged ({damage}); the folder holds a setpo run: pass --overwrite to delete "
+                "that run's files and start again, or choose another --out folder"
+            )
+        if not damage and old["config"] != cfg and not overwrite:
+            if is_extension(old["config"], cfg, extend):
+                if fewer or _grows(old["config"], cfg, extend):
+                    return manifest
+                counts = ", ".join(f"{k} {old['config'][k]}" for k in _differing_keys(old["config"], cfg))
                 raise RunExistsError(
-                    f"{cfg_file} is damaged ({damage}); the folder holds a setpo run: pass --overwrite to delete "
-                    "that run's files and start again, or choose another --out folder"
+                    f"{path} holds a larger run ({counts}); a run of fewer would rewrite its results from fewer: "
+                    "ask for the same counts (or more, to grow it), or choose another --out folder"
                 )
-            if not damage and _is_run_config(old) and old["config"] != cfg and not overwrite:
-                if is_extension(old["config"], cfg, extend):
-                    if fewer or _grows(old["config"], cfg, extend):
-                        return manifest
-                    counts = ", ".join(f"{k} {old['config'][k]}" for k in _differing_keys(old["config"], cfg))
-                    raise RunExistsError(
-                        f"{path} holds a larger run ({counts}); a run of fewer would rewrite its results from fewer: "
-                        "ask for the same counts (or more, to grow it), or choose another --out folder"
-                    )
-                keys = ", ".join(_differing_keys(old["config"], cfg)[:6])
-                raise RunExistsError(
-                    f"{path} holds a run with a different config (differs in: {keys}); pass --overwrite to delete "
-                    "that run's files (nothing else in the folder), or choose another --out folder"
-                )
+            keys = ", ".join(_differing_keys(old["config"], cfg)[:6])
+            raise RunExistsError(
+                f"{path} holds a run with a different config (differs in: {keys}); pass --overwrite to delete "
+                "that run's files (nothing else in the folder), or choose another --out folder"
+            )
         return manifest
 
-    def _clear(self, manifest: dict) -> None:
-        root = self.path.resolve()
-        for rel in manifest["files"]:
-            p = self.path / rel
-            if p.parent.resolve().is_relative_to(root) and (p.is_file() or p.is_symlink()):
-                p.unlink()
-        for rel in sorted(manifest["dirs"], key=lambda r: r.count(os.sep), reverse=True):
-            p = self.path / rel
-            if p.is_dir() and not p.is_symlink() and p.resolve().is_relative_to(root) and not any(p.iterdir()):
-                p.rmdir()
-        kept = _walk(self.path)[0]
-        if kept:
-            print(f"--overwrite: kept {len(kept)} file(s) in {self.path} that the run did not write", file=sys.stderr)
-
-    def _write_manifest(self) -> None:
-        write_json(
-            self.path / MANIFEST,
-            {
-                "setpo_run": 1,
-                "files": sorted(self._files),
-                "dirs": sorted(self._dirs),
-                "open_since": self._started if self._open else None,
-            },
-        )
-
-    def record(self) -> None:
-        """Add every file and folder that appeared while this run ran to the run's file list."""
-        if not self.path.is_dir():
-            return
-        now = _stats(self.path)
-        new = {rel for rel, st in now.items() if self._before.get(rel) != st}  # created or rewritten by this call
-        self._files = {f for f in _walk(self.path)[0] if f in self._files or f in new}
-        self._dirs = {d for d in _walk(self.path)[1] if d in self._dirs or (d in new and d not in self._before)}
-        self._write_manifest()
-
     def close(self) -> None:
-        """Final `record` of this call: later calls take only files that appear while they run as the run's."""
-        self.record()
-        self._open = False
-        if self.path.is_dir():
-            self._write_manifest()
+        """End this call: the lock is released (the file list is already complete)."""
         if self in _OPEN_RUNS:
             _OPEN_RUNS.remove(self)
+        self._unlock()
 
     def finished_steps(self) -> int:
         """How many steps are recorded as finished."""
@@ -323,21 +477,103 @@ class RunDir:
             raise RunExistsError(f"{path} is damaged ({damage}); delete that file to redo the step")
         return obj
 
-    def save(self, step: str, result: Any) -> None:
-        """Record a finished step's result (written last, so a crash leaves the step to redo)."""
-        write_json(self.path / "steps" / f"{step}.json", result)
-        self.record()
+    def save(self, step: str, result: Any) -> Any:
+        """Record a finished step's result (written last, so a crash leaves the step to redo), after checking that
+        config.json still holds this run's config; returns the result as `load` reads it back (keys sorted), so
+        that tables built from a fresh step have the columns of a resumed one."""
+        cfg_file = self.path / "config.json"
+        now, damage = _read_json(cfg_file) if cfg_file.is_file() else (None, "missing")
+        if damage or not _is_run_config(now) or now["config"] != self._recorded:
+            why = damage or (
+                "not a run's config"
+                if not _is_run_config(now)
+                else "differs in: " + ", ".join(_differing_keys(self._recorded, now["config"])[:6])
+            )
+            raise RunExistsError(
+                f"{cfg_file} changed while this run wrote into {self.path} ({why}); step {step!r} is not saved: "
+                "another run or a person wrote there; check the folder, then rerun (--overwrite starts again)"
+            )
+        self.write_json(Path("steps") / f"{step}.json", result)
+        return json.loads(json.dumps(_jsonable(result), sort_keys=True))
 
 
 _OPEN_RUNS: list[RunDir] = []
 
 
-def _inspect(path: Path) -> dict | None:
-    """The run file list of `path` (adopting a folder of an older version); None for a new or empty folder."""
+def _claim_open(path: Path) -> Path:
+    """`path`, recorded first as a file of the open run whose folder holds it (if any; see `RunDir.claim`)."""
+    target = os.path.abspath(path)
+    for run in reversed(_OPEN_RUNS):
+        root = os.path.abspath(run.path)
+        if target.startswith(root + os.sep) and Path(target).name not in (MANIFEST, LOCK):
+            return run.claim(path)
+    return path
+
+
+def _mkparent(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _command_line() -> str:
+    """This process's command line, as typed (``python -m PACKAGE ...`` for a package's ``__main__``)."""
+    if not sys.argv or not sys.argv[0]:
+        return "python"
+    first = Path(sys.argv[0])
+    head = f"python -m {first.parent.name}" if first.name == "__main__.py" else f"python {sys.argv[0]}"
+    return " ".join([head, *map(shlex.quote, sys.argv[1:])])
+
+
+def _read_lock(lock: Path) -> dict | None:
+    """The holder a lock file names; None when there is no lock; `RunExistsError` for a damaged one."""
+    try:
+        text = lock.read_text()
+    except FileNotFoundError:
+        return None
+    try:
+        holder = json.loads(text)
+    except json.JSONDecodeError:
+        holder = None
+    if not isinstance(holder, dict) or not isinstance(holder.get("pid"), int):
+        raise RunExistsError(f"{lock} is damaged (no PID); if no run writes into {lock.parent}, delete it")
+    return holder
+
+
+def _alive(holder: dict, path: Path) -> bool:
+    """Whether the process a lock of `path` names still runs (a lock of this process: while one of its open runs
+    writes into `path`; another machine's: assumed, as it cannot be checked from here)."""
+    if holder.get("host") not in (None, socket.gethostname()):
+        return True
+    if holder["pid"] == os.getpid():
+        return any(os.path.realpath(r.path) == os.path.realpath(path) for r in _OPEN_RUNS)
+    try:
+        os.kill(holder["pid"], 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _in_use(path: Path, holder: dict) -> str:
+    host = holder.get("host")
+    where = f" on {host}" if host not in (None, socket.gethostname()) else ""
+    return (
+        f"{path} is in use by PID {holder['pid']}{where} ({holder.get('command', '?')}); wait for that run to end, "
+        f"or choose another --out folder (if PID {holder['pid']}{where} is no setpo run, delete {path / LOCK})"
+    )
+
+
+def _inspect(path: Path, command: str | None = None) -> dict | None:
+    """The run file list of `path`; None for a new or empty folder; `RunExistsError` for a folder that is not a
+    run of `command`, a damaged list, or a run in use."""
     if not path.exists():
         return None
     if not path.is_dir():
         raise RunExistsError(f"{path} exists and is not a folder; choose another --out")
+    holder = _read_lock(path / LOCK)
+    if holder is not None and _alive(holder, path):
+        raise RunExistsError(_in_use(path, holder))
     marker = path / MANIFEST
     if marker.is_file():
         manifest, damage = _read_json(marker)
@@ -346,34 +582,27 @@ def _inspect(path: Path) -> dict | None:
                 f"{marker} is damaged ({damage or 'not a run file list'}); it says which files the run wrote, so "
                 "nothing is deleted: remove the folder yourself if it holds only that run, or choose another --out"
             )
-        if manifest.get("open_since"):  # the last call was killed before its final record: take what it added
-            files, dirs = _walk(path)
-            t = float(manifest["open_since"])
-            manifest["files"] = sorted(set(manifest["files"]) | {f for f in files if _changed_since(path / f, t)})
-            manifest["dirs"] = sorted(set(manifest["dirs"]) | {d for d in dirs if _changed_since(path / d, t)})
+        mark = manifest.get("command")
+        if mark not in (None, "reproduce") and command is not None and mark != command:
+            raise RunExistsError(
+                f"{path} holds a run of {mark!r}, not of {command!r}; refusing to write into it or delete anything "
+                "there: choose another --out folder"
+            )
+        if manifest.get("setpo_run") == 1:  # listed by watching the folder: resumable, never deleted by --overwrite
+            manifest = {"files": manifest["files"], "dirs": manifest["dirs"], "trees": [], "watched": True}
         return manifest
-    if not any(path.iterdir()):
-        return None
-    cfg_file = path / "config.json"
-    old, damage = _read_json(cfg_file) if cfg_file.is_file() else (None, "missing")
-    legacy = _is_run_config(old) or (cfg_file.is_file() and damage and (path / "steps").is_dir())
-    if not legacy:
-        raise RunExistsError(
-            f"{path} is not empty and holds no setpo run (no {MANIFEST}); refusing to write into it or delete "
-            "anything there: choose a new or empty --out folder"
-        )
-    files, dirs = _walk(path)
-    since = cfg_file.stat().st_mtime - 2.0 if not damage else -np.inf
-    return {
-        "files": [f for f in files if (path / f).lstat().st_mtime >= since],
-        "dirs": [d for d in dirs if (path / d).lstat().st_mtime >= since],
-    }
+    try:
+        check_out(path, command or "reproduce")  # a new or empty folder passes; any other is refused
+    except OutError as err:
+        raise RunExistsError(str(err)) from None
+    return None
 
 
 def check_out_dir(path: str | Path) -> Path:
-    """`path` as a Path; an empty string (which would mean the current folder) is refused."""
+    """`path` as a Path; an empty string (which would mean the current folder) is refused by `check_out`, which
+    `RunDir.check` applies in full once the folder is known."""
     if isinstance(path, str) and not path.strip():
-        raise UsageError("the output folder is an empty string; name a folder (for the current one, say '.')")
+        check_out(path, "reproduce")
     return Path(path)
 
 
@@ -444,13 +673,14 @@ def experiment_parser(
     config: str | None = None,
     threads: int | None = None,
 ) -> Parser:
-    """The options of ``python -m reproduce NAME``: --profile; with `config` (its help) --config FILE and
-    --print-config; with `seeds` (its help) --seeds N; with `threads` (the default) --threads; the run-folder options.
-    The experiment adds its own options to the parser returned."""
+    """The options of ``python -m reproduce NAME``: --profile; with `config` (its help) --config FILE (its fields set
+    on top of --profile's, see `chosen_config`) and --print-config; with `seeds` (its help) --seeds N; with
+    `threads` (the default) --threads; the run-folder options. The experiment adds its own options to the parser
+    returned."""
     p = Parser(prog=f"python -m reproduce {name}", description=doc.strip().splitlines()[0])
     p.add_argument("--profile", choices=sorted(profiles), default="quick")
     if config is not None:
-        p.add_argument("--config", type=Path, default=None, help=config)
+        p.add_argument("--config", type=Path, default=None, help=f"{config}; its fields replace those of --profile")
         p.add_argument(
             "--print-config",
             action="store_true",
@@ -495,9 +725,11 @@ def _yaml_value(value: Any, kind: str) -> Any:
 def read_config(path: str | Path, cls: type, what: str, base: Any = None) -> Any:
     """A `cls` dataclass from a YAML mapping of its fields, on top of `base` (default: the class defaults).
 
-    An unknown field, or a file that is not a mapping, is a ValueError naming the file (`what` names the config).
+    An unknown or repeated field, or a file that is not a mapping, is a ValueError naming the file (`what` names
+    the config).
     """
-    values = yaml.safe_load(Path(path).read_text()) or {}
+    values = read_yaml(path)
+    values = {} if values is None else values
     if not isinstance(values, dict):
         raise ValueError(f"{path} must hold a mapping of {what} fields")
     kinds = {f.name: str(f.type) for f in dataclasses.fields(cls)}
@@ -521,19 +753,18 @@ def chosen_config(
     profiles: dict[str, Any],
     what: str,
     *,
-    on_profile: bool = False,
     seeds: Callable[[Any, int], Any] | None = None,
 ) -> Any:
-    """The config of parsed options: --profile's, or --config FILE's (read on top of --profile's when `on_profile`,
-    else on the class defaults), then --seeds N through ``seeds(config, N)``. A missing or bad file or value is a
-    one-line usage error naming it."""
+    """The config of parsed options: --profile's (default quick) with the fields --config FILE names replaced, then
+    --seeds N through ``seeds(config, N)``: the one rule of --profile with --config in every experiment. A missing
+    or bad file or value is a one-line usage error naming it."""
     config_file = getattr(args, "config", None)
     if config_file is not None and not config_file.is_file():
         p.error(f"--config {config_file}: no such file")
     try:
         cfg = profiles[args.profile]
         if config_file is not None:
-            cfg = read_config(config_file, type(cfg), what, cfg if on_profile else None)
+            cfg = read_config(config_file, type(cfg), what, cfg)
         else:
             cfg = dataclasses.replace(cfg)  # a copy: some configs are mutable
         if seeds is not None and getattr(args, "seeds", None) is not None:
@@ -562,6 +793,7 @@ class RunPlan:
     dest: Path | None  # paper_figures/<name> with --publish, else None
     force: bool = False  # --force-publish: replace larger published results
     extend: tuple[str, ...] = ()  # config counts a resumed run may change (see `RunDir`)
+    command: str | None = None  # "reproduce NAME", recorded in the run folder
 
     @classmethod
     def check(
@@ -580,15 +812,16 @@ class RunPlan:
         any publish to `figures`/<name> checked; writes nothing. `overrides` default to --seeds."""
         overrides = overrides or {"seeds": getattr(args, "seeds", None)}
         out = args.out or default_out(name, folder or label, **overrides)
-        RunDir.check(out, config, args.overwrite, extend, fewer=False)  # its analysis writes into `out`
+        command = f"reproduce {name}"
+        RunDir.check(out, config, args.overwrite, extend, fewer=False, command=command)  # its analysis writes there
         dest = Path(figures) / name if args.publish else None
         if dest is not None:
             check_publish(dest, label, size, args.force_publish)
-        return cls(out, config, args.overwrite, label, size, dest, args.force_publish, extend)
+        return cls(out, config, args.overwrite, label, size, dest, args.force_publish, extend, command)
 
     def start(self) -> RunDir:
         """Open the run folder (see `RunDir`)."""
-        return RunDir(self.out, self.config, overwrite=self.overwrite, extend=self.extend)
+        return RunDir(self.out, self.config, overwrite=self.overwrite, extend=self.extend, command=self.command)
 
     def finish(self, run: RunDir, t0: float, report: Path, files: list[Path], **timing: Any) -> int:
         """The end of a run: timing.json (wall time since `t0`, and `timing`), the run's file list closed, `report`
@@ -672,14 +905,14 @@ def publish(
 
 
 def save_figure(fig, path: str | Path, data: Any, overwrite: bool = True) -> Path:
-    """Save a matplotlib figure as PNG with its data beside it (`.csv` for a DataFrame, else `.json`)."""
+    """Save a matplotlib figure as PNG with its data beside it (`.csv` for a DataFrame, else `.json`); inside an
+    open run's folder each file is recorded as the run's before it is written (see `RunDir.claim`)."""
     path = Path(path).with_suffix(".png")
-    path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists() and not overwrite:
         raise RunExistsError(f"{path} exists; pass overwrite=True to replace it")
-    fig.savefig(path, dpi=150, bbox_inches="tight")
+    fig.savefig(_mkparent(_claim_open(path)), dpi=150, bbox_inches="tight")
     if hasattr(data, "to_csv"):
-        data.to_csv(path.with_suffix(".csv"), index=False)
+        data.to_csv(_mkparent(_claim_open(path.with_suffix(".csv"))), index=False)
     else:
         write_json(path.with_suffix(".json"), data)
     return path
@@ -717,6 +950,12 @@ def _user_errors() -> tuple[type[BaseException], ...]:
         extra.append(DatasetUnavailableError)
     except ImportError:  # pragma: no cover
         pass
+    try:
+        from safetensors import SafetensorError  # a damaged model file in a run folder
+
+        extra.append(SafetensorError)
+    except ImportError:  # pragma: no cover - safetensors comes with transformers
+        pass
     return USER_ERRORS + tuple(extra)
 
 
@@ -752,9 +991,17 @@ def cli(main: Callable[[list[str]], int], argv: list[str] | None = None, prog: s
         if os.environ.get("SETPO_TRACEBACK"):
             raise
         msg = " ".join(str(err).split()) or type(err).__name__
-        if not isinstance(err, (RunExistsError, PublishError, UsageError)):
+        if type(err).__name__ == "SafetensorError":
+            msg += "; a model file in the run folder is damaged: delete that model's step under steps/ to redo it"
+        if not isinstance(err, (RunExistsError, PublishError, UsageError, OutError)):
             msg = f"{msg} ({type(err).__name__}; SETPO_TRACEBACK=1 shows where)"
         print(f"{prog}: error: {msg}", file=sys.stderr, flush=True)
+        return 2
+    except (MemoryError, RuntimeError) as err:
+        if os.environ.get("SETPO_TRACEBACK") or not _out_of_memory(err):
+            raise
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        print(f"{prog}: error: out of memory ({first}); ask for a smaller profile or fewer seeds", file=sys.stderr)
         return 2
     finally:
         for run in list(_OPEN_RUNS[n_open:]):
@@ -765,6 +1012,11 @@ def cli(main: Callable[[list[str]], int], argv: list[str] | None = None, prog: s
         del _OPEN_RUNS[n_open:]
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _out_of_memory(err: BaseException) -> bool:
+    """A MemoryError, or torch's RuntimeError for an allocation it cannot make (its text ends in C++ frames)."""
+    return isinstance(err, MemoryError) or "can't allocate memory" in str(err) or "out of memory" in str(err)
 
 
 def _main_thread() -> bool:

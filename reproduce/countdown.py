@@ -233,8 +233,8 @@ def stage_data(run: RunDir, prof: CountdownProfile) -> tuple[list[CountdownProbl
                 prof.data_seed + 1,
                 exclude=keys,
             )
-        _write_problems(run.path / "train.jsonl", train)
-        _write_problems(run.path / "test.jsonl", test)
+        _write_problems(run.claim("train.jsonl"), train)
+        _write_problems(run.claim("test.jsonl"), test)
         run.save("data", {"n_train": len(train), "n_test": len(test)})
     return load_problems(run.path / "train.jsonl"), load_problems(run.path / "test.jsonl")
 
@@ -269,9 +269,10 @@ def stage_sft(run: RunDir, prof: CountdownProfile, train: list[CountdownProblem]
     if run.done("sft"):
         return out
     t0 = time.perf_counter()
-    ckpt_file = run.path / "models" / "sft_checkpoint.pt"
+    ckpt_file = run.claim("models/sft_checkpoint.pt")
+    run.claim(ckpt_file.with_suffix(".tmp"))
     init = build_tiny_model(
-        run.path / "models" / "init",
+        run.tree("models/init"),
         hidden_size=prof.hidden_size,
         num_layers=prof.num_layers,
         num_heads=prof.num_heads,
@@ -322,7 +323,7 @@ def stage_sft(run: RunDir, prof: CountdownProfile, train: list[CountdownProblem]
                 }
                 torch.save(state, ckpt_file.with_suffix(".tmp"))
                 os.replace(ckpt_file.with_suffix(".tmp"), ckpt_file)
-    model.eval().save_pretrained(out)
+    model.eval().save_pretrained(run.tree(out))
     tok.save_pretrained(out)
     shutil.rmtree(init)
     n_params = sum(p.numel() for p in model.parameters())
@@ -361,7 +362,7 @@ def stage_rl(
     rows = [{"prompt": make_prompt(p, "compact"), "target": p.target, "nums": list(p.nums)} for p in train]
     args = SetPOConfig(
         **cpu_rl_args(
-            run.path / "trl" / name,
+            run.tree(f"trl/{name}"),
             prof.rl_steps,
             prof.prompts_per_step,
             G,
@@ -393,7 +394,7 @@ def stage_rl(
         trainer.remove_callback(PrinterCallback)  # logs go to the run folder, not the console
         trainer.train()
     wall = time.perf_counter() - t0
-    trainer.model.eval().save_pretrained(out)
+    trainer.model.eval().save_pretrained(run.tree(out))
     tok.save_pretrained(out)
     shutil.rmtree(run.path / "trl" / name, ignore_errors=True)
     logs = [h for h in trainer.state.log_history if "reward" in h]
@@ -453,8 +454,7 @@ def stage_eval(run: RunDir, prof: CountdownProfile, model_path: Path, test, name
         return run.load(step)
     t0 = time.perf_counter()
     metrics, samples = evaluate_model(model_path, test, prof, desc=f"countdown eval {name}")
-    (run.path / "samples").mkdir(exist_ok=True)
-    with gzip.open(run.path / "samples" / f"{name}.json.gz", "wt") as f:
+    with gzip.open(run.claim(f"samples/{name}.json.gz"), "wt") as f:
         json.dump(samples, f)
     run.save(step, {"name": name, "metrics": metrics, "wall_s": time.perf_counter() - t0})
     return run.load(step)  # JSON round trip: pass@k keys are strings whether fresh or resumed
@@ -567,7 +567,7 @@ def _mean_sd(x, fmt: str = "{:.1f}") -> str:
 def tables(run: RunDir, prof: CountdownProfile, evals: dict, sft_info: dict) -> list[Path]:
     """Table 3 analogue and a pass@k summary, as CSV and Markdown with the paper's numbers beside them."""
     df = _runs_frame(prof, evals)
-    df.to_csv(run.path / "table3_countdown_runs.csv", index=False)
+    run.write_csv("table3_countdown_runs.csv", df)
     kmax = prof.eval_n
     lines = [
         "# Countdown diversity (paper Table 3) and pass@k at CPU scale",
@@ -609,8 +609,7 @@ def tables(run: RunDir, prof: CountdownProfile, evals: dict, sft_info: dict) -> 
                 f"{_mean_sd(d[f'pass@{kmax}'], '{:.3f}')} | {ratio} | {paper_txt} |"
             )
     lines += ["", "Per-run values: table3_countdown_runs.csv; pass@k for every k: fig3_countdown_passk.csv."]
-    md = run.path / "table3_countdown.md"
-    md.write_text("\n".join(lines) + "\n")
+    md = run.write_text("table3_countdown.md", "\n".join(lines) + "\n")
     return [run.path / "table3_countdown_runs.csv", md]
 
 
@@ -661,7 +660,7 @@ def build_parser() -> Parser:
         NAME,
         __doc__,
         PROFILES,
-        config="YAML profile (fields of CountdownProfile; --print-config writes one)",
+        config="YAML of CountdownProfile fields (--print-config writes one)",
         seeds="N RL seeds 0..N-1 per configuration (default: the profile's)",
         threads=1,  # 1 is fastest on a shared 2-core box
     )

@@ -234,10 +234,10 @@ def stage_rl(run: RunDir, prof: EvidenceProfile, sft: Path, train, arm: str, rat
     model.train()
     rows = [{"prompt": make_prompt(p, "compact"), "target": p.target, "nums": list(p.nums)} for p in train]
     fields = setpo_args(ratio, placebo) if method is None else method
-    args = SetPOConfig(**rl_config(prof, G, seed, run.path / "trl" / name, fields))
+    args = SetPOConfig(**rl_config(prof, G, seed, run.tree(f"trl/{name}"), fields))
     callbacks = []
     if arm == "grpo":
-        callbacks.append(checkpoint_callback(set(saved_steps(prof)), run.path / "models" / f"{name}_ckpt", tok))
+        callbacks.append(checkpoint_callback(set(saved_steps(prof)), run.tree(f"models/{name}_ckpt"), tok))
     t0 = time.perf_counter()
     trainer = SetPOTrainer(
         model=model,
@@ -251,7 +251,7 @@ def stage_rl(run: RunDir, prof: EvidenceProfile, sft: Path, train, arm: str, rat
     )
     trainer.remove_callback(PrinterCallback)
     trainer.train()
-    trainer.model.eval().save_pretrained(out)
+    trainer.model.eval().save_pretrained(run.tree(out))
     tok.save_pretrained(out)
     logs = [h for h in trainer.state.log_history if "reward" in h]
     # a method arm's fields say what it ran; ratio and placebo are the SetPO arms' settings

@@ -154,7 +154,7 @@ def prepare(argv: list[str] | None = None) -> Callable[[], int]:
     prof = PROFILES[args.profile]
     out = args.out or default_out(NAME, args.profile)
     config = {"profile": args.profile, **asdict(prof)}
-    RunDir.check(out, config, args.overwrite)
+    RunDir.check(out, config, args.overwrite, command=f"reproduce {NAME}")
     if args.publish:
         check_publish(PAPER_FIGURES / NAME, args.profile, _size(prof), args.force_publish)
     return lambda: _execute(args, prof, out, config)
@@ -171,7 +171,7 @@ def _size(prof: CreditScaleProfile) -> dict[str, int]:
 
 
 def _execute(args: argparse.Namespace, prof: CreditScaleProfile, out: Path, config: dict) -> int:
-    run = RunDir(out, config, overwrite=args.overwrite)
+    run = RunDir(out, config, overwrite=args.overwrite, command=f"reproduce {NAME}")
     torch.set_num_threads(args.threads)
     from setpo.embedders import build_embedder
 
@@ -207,8 +207,8 @@ def _execute(args: argparse.Namespace, prof: CreditScaleProfile, out: Path, conf
             + " | ".join(f"{r[f'lambda_for_ratio_{t:g}']:.2f}" for t in TARGET_RATIOS)
             + " |"
         )
-    (run.path / "credit_scale.md").write_text("\n".join(lines) + "\n")
-    (run.path / "credit_scale.json").write_text(json.dumps(rows, indent=2) + "\n")
+    run.write_text("credit_scale.md", "\n".join(lines) + "\n")
+    run.write_text("credit_scale.json", json.dumps(rows, indent=2) + "\n")
     run.close()
     print("\n".join(lines))
     if args.publish:

@@ -264,7 +264,8 @@ def write_summary(folder: Path, con, title: str, setting: str) -> Path:
 
 
 def summary_table(run: RunDir, con, title: str, setting: str) -> Path:
-    """`write_summary` into the run folder."""
+    """`write_summary` into the run folder (the file recorded as the run's first)."""
+    run.claim("summary.md")
     return write_summary(run.path, con, title, setting)
 
 
@@ -285,11 +286,11 @@ def analyse(run: RunDir, prof: Any, evals: dict, title: str, setting: str) -> li
     """results.csv, per_problem.csv.gz (the counts every metric is computed from), contrasts.csv, frontier.png and
     summary.md in the run folder; returns their paths."""
     df = results_frame(prof, evals)
-    df.to_csv(run.path / "results.csv", index=False)
-    per_problem_frame(evals).to_csv(run.path / "per_problem.csv.gz", index=False, compression=GZIP)
-    con = contrasts(per_problem_frame(evals), [a for a, _, _ in arms(prof)], prof.rl_steps, prof.placebo_ratio,
-                    OTHER_DECODING)  # fmt: skip
-    con.to_csv(run.path / "contrasts.csv", index=False)
+    run.write_csv("results.csv", df)
+    per_problem = per_problem_frame(evals)
+    run.write_csv("per_problem.csv.gz", per_problem, compression=GZIP)
+    con = contrasts(per_problem, [a for a, _, _ in arms(prof)], prof.rl_steps, prof.placebo_ratio, OTHER_DECODING)
+    run.write_csv("contrasts.csv", con)
     return [figure_frontier(run, prof, df), summary_table(run, con, title, setting), run.path / "results.csv",
             run.path / "per_problem.csv.gz", run.path / "contrasts.csv"]  # fmt: skip
 

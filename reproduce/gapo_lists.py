@@ -140,6 +140,8 @@ class GapoListsConfig:
         unknown = set(self.methods) - set(METHODS)
         if unknown or not self.methods:
             raise ValueError(f"unknown method(s) {sorted(unknown)}; choose from {METHODS}")
+        if len(set(self.methods)) != len(self.methods):
+            raise ValueError(f"methods must be distinct, got {self.methods}; name each once")
         if self.num_generations < 3:
             raise ValueError(f"num_generations must be >= 3 (SetPO's leave-one-out credit), got {self.num_generations}")
         for name in ("sft_steps", "rl_steps", "rl_prompts_per_step", "eval_lists", "eval_samples", "open_samples"):
@@ -501,7 +503,7 @@ def write_table(run: RunDir, cfg: GapoListsConfig, df, n_params: int) -> list[Pa
     order = [m for m in ("sft", *METHODS) if m in agg.index]
     flat = agg.copy()
     flat.columns = [f"{a}_{b}" for a, b in flat.columns]
-    flat.loc[order].reset_index().to_csv(run.path / "table.csv", index=False)
+    run.write_csv("table.csv", flat.loc[order].reset_index())
 
     def cell(m: str, k: str) -> str:
         mean, std = agg.loc[m, (k, "mean")], agg.loc[m, (k, "std")]
@@ -540,8 +542,7 @@ def write_table(run: RunDir, cfg: GapoListsConfig, df, n_params: int) -> list[Pa
         "N samples over a vocabulary of about 24 words nearly every answer has an exact copy among the others "
         "(BLEU 1), so 1 - Self-BLEU here mostly counts one-off strings; GAPO measured it on long creative texts.",
     ]
-    md = run.path / "table.md"
-    md.write_text("\n".join(lines) + "\n")
+    md = run.write_text("table.md", "\n".join(lines) + "\n")
     return [md, run.path / "table.csv"]
 
 
@@ -651,8 +652,7 @@ def _evaluate_step(run: RunDir, step: str, model_dir: Path, cfg, task, embedder,
         return run.load(step)
     model, tok = load_tiny(model_dir)
     result = evaluate_model(model, tok, task, cfg, embedder, prompts)
-    run.save(step, result)
-    return result
+    return run.save(step, result)  # as a resumed run reads it: the same columns in every table
 
 
 def run_experiment(cfg: GapoListsConfig, run: RunDir, progress: bool = True) -> dict[str, Any]:
@@ -672,7 +672,7 @@ def run_experiment(cfg: GapoListsConfig, run: RunDir, progress: bool = True) -> 
             sft_dir = models / f"sft_s{seed}"
             if not run.done(f"sft_s{seed}"):
                 with tqdm(total=cfg.sft_steps, desc=f"SFT seed {seed}", leave=False, disable=not progress) as bar:
-                    run.save(f"sft_s{seed}", train_sft(cfg, task, seed, sft_dir, bar))
+                    run.save(f"sft_s{seed}", train_sft(cfg, task, seed, run.tree(sft_dir), bar))
             evals[("sft", seed)] = _evaluate_step(run, f"eval_sft_s{seed}", sft_dir, cfg, task, embedder, prompts)
             outer.update(1)
             for method in cfg.methods:
@@ -682,7 +682,7 @@ def run_experiment(cfg: GapoListsConfig, run: RunDir, progress: bool = True) -> 
                     with tqdm(
                         total=cfg.rl_steps, desc=f"RL {method} seed {seed}", leave=False, disable=not progress
                     ) as b:
-                        run.save(step, {"log": train_rl(cfg, task, method, seed, sft_dir, rl_dir, b)})
+                        run.save(step, {"log": train_rl(cfg, task, method, seed, sft_dir, run.tree(rl_dir), b)})
                 logs[(method, seed)] = run.load(step)["log"]
                 evals[(method, seed)] = _evaluate_step(
                     run, f"eval_{method}_s{seed}", rl_dir, cfg, task, embedder, prompts
@@ -701,7 +701,7 @@ def build_parser() -> Parser:
         NAME,
         __doc__,
         PROFILES,
-        config="YAML of config fields applied on top of the profile (--print-config writes one)",
+        config="YAML of config fields (--print-config writes one)",
         seeds="N seeds 0..N-1 (default: the profile's)",
     )
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -723,9 +723,7 @@ def prepare(argv: list[str] | None = None) -> Callable[[], int]:
     """Parse and check every option and the run folder (writing nothing); returns the run to start."""
     p = build_parser()
     args = p.parse_args(argv)
-    cfg = chosen_config(
-        p, args, PROFILES, "gapo_lists config", on_profile=True, seeds=lambda c, n: replace(c, seeds=tuple(range(n)))
-    )
+    cfg = chosen_config(p, args, PROFILES, "gapo_lists config", seeds=lambda c, n: replace(c, seeds=tuple(range(n))))
     if args.print_config:
         return print_config(cfg, NAME, args)
     label = args.profile if args.config is None else f"{args.profile}_{args.config.stem}"

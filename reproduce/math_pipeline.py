@@ -101,8 +101,8 @@ class MathPipelineConfig:
         self.methods, self.seeds = tuple(self.methods), tuple(self.seeds)
         self.eval_benchmarks = tuple(self.eval_benchmarks)
         bad = [m for m in self.methods if m not in METHODS]
-        if bad or not self.methods:
-            raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {self.methods}")
+        if bad or not self.methods or len(set(self.methods)) != len(self.methods):
+            raise ValueError(f"methods must be distinct names from {METHODS}, got {self.methods}")
         for b in (*self.eval_benchmarks, self.train_dataset):
             get_spec(b)  # raises on an unknown dataset name
         if self.train_split not in get_spec(self.train_dataset).splits:
@@ -248,7 +248,7 @@ PROFILES.update(
 def _prepare(run: RunDir, cfg: MathPipelineConfig, local_dir: str | None, use_hub: bool) -> dict:
     if run.done("prepare"):
         return run.load("prepare")
-    data = run.path / "data"
+    data = run.tree("data")
     train = prepare_split(cfg.train_dataset, cfg.train_split, data, local_dir, use_hub=use_hub)
     available, missing = {}, {}
     for b in tqdm(cfg.eval_benchmarks, desc="prepare", leave=False):
@@ -259,8 +259,7 @@ def _prepare(run: RunDir, cfg: MathPipelineConfig, local_dir: str | None, use_hu
     if not available:
         raise DatasetUnavailableError("no evaluation benchmark could be loaded: " + "; ".join(missing.values()))
     result = {"train": train["path"], "available": available, "missing": missing}
-    run.save("prepare", result)
-    return result
+    return run.save("prepare", result)
 
 
 def _train_rows(run: RunDir, cfg: MathPipelineConfig, prep: dict) -> list[dict]:
@@ -286,7 +285,7 @@ def _base_model(run: RunDir, cfg: MathPipelineConfig) -> str:
     if not run.done("base_model"):
         from setpo.tiny import build_tiny_model
 
-        path = build_tiny_model(run.path / "models" / "base", overwrite=True, **cfg.tiny)
+        path = build_tiny_model(run.tree("models/base"), overwrite=True, **cfg.tiny)
         run.save("base_model", {"path": str(path)})
     return run.load("base_model")["path"]
 
@@ -313,7 +312,7 @@ def _train(run: RunDir, cfg: MathPipelineConfig, method: str, seed: int, base: s
 
     from setpo.integrations.trl import SetPOConfig, SetPOTrainer
 
-    out = run.path / "models" / f"{method}_s{seed}"
+    out = run.tree(f"models/{method}_s{seed}")
     overrides = {**cfg.train_overrides, "seed": seed}
     if method == "baseline":
         overrides["setpo_lambda"] = 0.0
@@ -342,8 +341,7 @@ def _train(run: RunDir, cfg: MathPipelineConfig, method: str, seed: int, base: s
         "train_wall_s": time.perf_counter() - t0,
         "log_history": [_numbers(h) for h in trainer.state.log_history],
     }
-    run.save(step, result)
-    return result
+    return run.save(step, result)
 
 
 def _evaluate(run: RunDir, cfg: MathPipelineConfig, prep: dict, method: str, seed: int, model_dir: str) -> dict:
@@ -374,13 +372,12 @@ def _evaluate(run: RunDir, cfg: MathPipelineConfig, prep: dict, method: str, see
             bench,
             rows,
             generate,
-            run.path / "eval" / f"{method}_s{seed}",
+            run.tree(f"eval/{method}_s{seed}"),
             config={"model_dir": model_dir, "sampling": asdict(sampling)},
             checker=math_checker(MathVerifier(require_boxed=cfg.require_boxed), workers=cfg.verify_workers),
         )
         results[bench] = {k: v for k, v in res.items() if k != "config"}
-    run.save(step, results)
-    return results
+    return run.save(step, results)
 
 
 # -- report -----------------------------------------------------------------------------------------------------
@@ -440,10 +437,9 @@ def _report(run: RunDir, cfg: MathPipelineConfig, evals: dict, trained: dict, sc
             ]
     reported = get_preset_model(cfg.preset)
     tables = run.path / "tables"
-    tables.mkdir(exist_ok=True)
-    (tables / "pass1.md").write_text(pass1_table(pass1, scale, reported_model=reported))
-    pd.DataFrame([{"method": m, **row} for m, row in pass1.items()]).to_csv(tables / "pass1.csv", index=False)
-    (tables / "passk.md").write_text(pass_at_k_table(passk, scale))
+    run.write_text("tables/pass1.md", pass1_table(pass1, scale, reported_model=reported))
+    run.write_csv("tables/pass1.csv", pd.DataFrame([{"method": m, **row} for m, row in pass1.items()]))
+    run.write_text("tables/passk.md", pass_at_k_table(passk, scale))
 
     df = pd.DataFrame(passk_rows)
     fig, axes = plt.subplots(1, len(benches), figsize=(3.2 * len(benches), 3), squeeze=False)
@@ -516,7 +512,7 @@ def build_parser() -> Parser:
         NAME,
         __doc__,
         PROFILES,
-        config="YAML config (fields of MathPipelineConfig; --print-config writes one) instead of a profile",
+        config="YAML of MathPipelineConfig fields (--print-config writes one)",
         seeds="N seeds 0..N-1 (default: the profile's)",
     )
     p.add_argument(

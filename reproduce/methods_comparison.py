@@ -691,12 +691,13 @@ def analyse(run: RunDir, prof: Any, evals: dict, sizes: dict, setting: str, name
     ``timed_with_grpo``: see `comparison`."""
     names = list(names or prof.arms)
     df = results_frame(prof, evals)
-    df.to_csv(run.path / "results.csv", index=False)
-    per_problem_frame(evals).to_csv(run.path / "per_problem.csv.gz", index=False, compression=evidence.GZIP)
+    run.write_csv("results.csv", df)
+    run.write_csv("per_problem.csv.gz", per_problem_frame(evals), compression=evidence.GZIP)
     times = step_times(load or run.load, prof, names)
-    times.to_csv(run.path / "timing.csv", index=False)
+    run.write_csv("timing.csv", times)
     con = comparison(per_problem_frame(evals), times, prof, names, controls, timed_with_grpo)
-    con.to_csv(run.path / "contrasts.csv", index=False)
+    run.write_csv("contrasts.csv", con)
+    run.claim("summary.md")  # written by summary_table, which also renders published folders
     return [figure(run, prof, df, names, report),
             summary_table(run.path, prof, con, times, sizes, setting, report, controls),
             run.path / "results.csv",

@@ -415,8 +415,7 @@ def table(run: RunDir, prof: OverheadProfile, summary: list[dict], device: str) 
             )
             + " |"
         )
-    md = run.path / "overhead.md"
-    md.write_text("\n".join(lines) + "\n")
+    md = run.write_text("overhead.md", "\n".join(lines) + "\n")
     return md
 
 
@@ -462,7 +461,7 @@ def prepare(argv: list[str] | None = None) -> Callable[[], int]:
     methods = "-".join(args.methods) if args.methods else None
     out = args.out or default_out(NAME, label, rounds=args.rounds, steps=args.steps, methods=methods)
     config = {"profile": args.profile, "threads": args.threads, "device": args.device, **asdict(prof)}
-    RunDir.check(out, config, args.overwrite)
+    RunDir.check(out, config, args.overwrite, command=f"reproduce {NAME}")
     if args.publish:
         check_publish(publish_dir(args.profile), args.profile, _size(prof), args.force_publish)
     return lambda: _execute(args, prof, out, config)
@@ -481,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _execute(args: argparse.Namespace, prof: OverheadProfile, out: Path, config: dict) -> int:
-    run = RunDir(out, config, overwrite=args.overwrite)
+    run = RunDir(out, config, overwrite=args.overwrite, command=f"reproduce {NAME}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     torch.set_num_threads(args.threads)
@@ -508,10 +507,9 @@ def _execute(args: argparse.Namespace, prof: OverheadProfile, out: Path, config:
                 for m in order:
                     got += [
                         {"policy": size.policy, "round": r, "method": m, **x}
-                        for x in time_method(prof, size, m, dataset, run.path / "trl", bar, args.device)
+                        for x in time_method(prof, size, m, dataset, run.tree("trl"), bar, args.device)
                     ]
-                run.save(step, got)
-                rows += got
+                rows += run.save(step, got)  # as a resumed run reads it: the same columns in every table
     shutil.rmtree(run.path / "trl", ignore_errors=True)
 
     summary = summarise(rows, prof.methods)

@@ -67,13 +67,11 @@ def train_arm(
     model, tok = load_pretrained(MODEL)
     fields = setpo_args(ratio, placebo) if method is None else method
     args = SetPOConfig(
-        **cpu_rl_args(run.path / "trl" / name, prof.rl_steps, prof.prompts_per_step, G, prof.max_completion_length,
+        **cpu_rl_args(run.tree(f"trl/{name}"), prof.rl_steps, prof.prompts_per_step, G, prof.max_completion_length,
                       prof.rl_lr, seed, setpo_embedder="hashed", **fields,
                       gradient_checkpointing=False)  # TRL's default (True) recomputes activations: slower on a CPU
     )  # fmt: skip
-    callbacks = (
-        [checkpoint_callback(set(save_steps), run.path / "adapters" / f"{name}_ckpt", tok)] if save_steps else []
-    )
+    callbacks = [checkpoint_callback(set(save_steps), run.tree(f"adapters/{name}_ckpt"), tok)] if save_steps else []
     lora = lora_config(prof.lora_r)
     t0 = time.perf_counter()
     trainer = SetPOTrainer(
@@ -89,7 +87,7 @@ def train_arm(
     )
     trainer.remove_callback(PrinterCallback)
     trainer.train()
-    trainer.model.save_pretrained(out)
+    trainer.model.save_pretrained(run.tree(out))
     logs = [h for h in trainer.state.log_history if "reward" in h]
     # a method arm's fields say what it ran; ratio and placebo are the SetPO arms' settings
     arm_fields = {"ratio": ratio, "placebo": placebo} if method is None else {"fields": dict(method)}

@@ -327,10 +327,11 @@ def _execute(args: argparse.Namespace, prof: ListsProfile, plan: RunPlan) -> int
                                                        lambda c=ckpt: evaluate(c, prof))  # fmt: skip
 
     df = results_frame(evals)
-    df.to_csv(run.path / "results.csv", index=False)
-    per_list_frame(evals).to_csv(run.path / "per_list.csv.gz", index=False, compression=evidence.GZIP)
-    con = contrasts(df, prof)
-    con.to_csv(run.path / "contrasts.csv", index=False)
+    run.write_csv("results.csv", df)
+    per_list = per_list_frame(evals)
+    run.write_csv("per_list.csv.gz", per_list, compression=evidence.GZIP)
+    con = contrasts(per_list, prof)
+    run.write_csv("contrasts.csv", con)
     setting = (
         f"Command: `{COMMAND.format(profile=args.profile)}`. SmolLM2-135M-Instruct with LoRA r {prof.lora_r}; "
         f"{prof.seeds} seeds per arm, paired by seed; {prof.n_test} test lists of {TEST_SIZE} items x n={prof.eval_n} "

@@ -12,6 +12,7 @@ benefit starts and where it costs reward).
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -21,7 +22,17 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from reproduce.common import PAPER_FIGURES, Parser, RunDir, RunPlan, chosen_config, cli, experiment_parser, save_figure
+from reproduce.common import (
+    PAPER_FIGURES,
+    Parser,
+    RunDir,
+    RunExistsError,
+    RunPlan,
+    chosen_config,
+    cli,
+    experiment_parser,
+    save_figure,
+)
 from setpo.tasks.toy_bandit import (
     BanditConfig,
     correct_entropy,
@@ -93,12 +104,25 @@ def _train(run: RunDir, prof: ToyProfile, step: str, lam: float, replicates: int
     out = {"lam": lam, "runs": _summaries(res.probs[-1], cfg.n_correct)}
     if keep_samples:
         out["probs"] = res.probs.transpose(0, 1).tolist()  # (R, steps + 1, M)
-        torch.save(
+        run.torch_save(
             {"modes": res.sampled_modes, "emb": res.sampled_embeddings, "steps": res.sampled_steps},
-            run.path / f"samples_{step}.pt",
+            f"samples_{step}.pt",
         )
-    run.save(step, out)
-    return out
+    return run.save(step, out)  # as a resumed run reads it: the same columns in every table
+
+
+def _samples(run: RunDir, step: str) -> dict:
+    """The samples kept by `step`; a missing or damaged file is a one-line error naming the step to redo."""
+    path = run.path / f"samples_{step}.pt"
+    try:
+        return torch.load(path)
+    except Exception as err:  # noqa: BLE001 - a damaged pickle can raise anything; the message names the file
+        if os.environ.get("SETPO_TRACEBACK"):
+            raise
+        why = "missing" if not path.exists() else f"damaged ({' '.join(str(err).split())[:120]})"
+        raise RunExistsError(
+            f"{path} is {why}; delete {run.path / 'steps' / f'{step}.json'} (and that file) to redo the step"
+        ) from None
 
 
 def _pca_figure(run: RunDir, prof: ToyProfile):
@@ -107,7 +131,7 @@ def _pca_figure(run: RunDir, prof: ToyProfile):
 
     cfg = prof.bandit
     mu = mode_embeddings(cfg)
-    samples = {m: torch.load(run.path / f"samples_{m}.pt") for m in ("grpo", "setpo")}
+    samples = {m: _samples(run, m) for m in ("grpo", "setpo")}
     X = torch.cat([samples["grpo"]["emb"], samples["setpo"]["emb"], mu]).numpy()
     centre = X.mean(0)
     _, _, vt = np.linalg.svd(X - centre, full_matrices=False)  # one shared projection for both panels
@@ -152,7 +176,7 @@ def _probs_figure(run: RunDir, prof: ToyProfile, results: dict):
             for t, p in enumerate(traj):
                 rows += [{"method": method, "seed": seed, "step": t, "mode": k, "prob": v} for k, v in enumerate(p)]
     df = pd.DataFrame(rows)
-    df.to_csv(run.path / "mode_probs_runs.csv", index=False)  # every run; kept in the run folder only
+    run.write_csv("mode_probs_runs.csv", df)  # every run; kept in the run folder only
     # Beside the figure: per step and mode, mean and sd over runs (one row per method and step).
     stats = df.groupby(["method", "step", "mode"]).prob.agg(["mean", "std"]).fillna(0.0).unstack("mode")
     stats.columns = [f"mode{k}_{stat}" for stat, k in stats.columns]
@@ -219,7 +243,7 @@ def _summary_tables(run: RunDir, prof: ToyProfile, results: dict) -> list[Path]:
             for x in r["runs"]
         ]
     )
-    df.to_csv(run.path / "summary.csv", index=False)
+    run.write_csv("summary.csv", df)
     agg = df.groupby("method")[["modes_kept", "correct_entropy", "expected_reward"]].agg(["mean", "std"])
     cfg = prof.bandit
     lines = [
@@ -250,8 +274,7 @@ def _summary_tables(run: RunDir, prof: ToyProfile, results: dict) -> list[Path]:
             f"(per run {per_seed}) | {a.correct_entropy['mean']:.3f} +- {a.correct_entropy['std']:.3f} | "
             f"{a.expected_reward['mean']:.3f} +- {a.expected_reward['std']:.3f} |"
         )
-    md = run.path / "summary.md"
-    md.write_text("\n".join(lines) + "\n")
+    md = run.write_text("summary.md", "\n".join(lines) + "\n")
     return [run.path / "summary.csv", md]
 
 

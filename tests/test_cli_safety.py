@@ -75,8 +75,7 @@ def test_overwrite_deletes_the_runs_files_and_keeps_a_users(tmp_path, capsys):
     assert toy_bandit.main([*SMOKE, "--out", str(out)]) == 0
     manifest = json.loads((out / MANIFEST).read_text())
     assert {"config.json", "summary.md", "fig1_toy_bandit.png", "steps/grpo.json"} <= set(manifest["files"])
-    assert manifest["open_since"] is None
-    time.sleep(1.2)  # the user's file appears after the run ended
+    assert manifest["command"] == "reproduce toy_bandit" and not (out / common.LOCK).exists()
     (out / "my_notes.txt").write_text("keep me")
     with pytest.raises(RunExistsError, match="pass --overwrite"):  # a run folder: --overwrite is the way
         toy_bandit.main([*SMOKE, "--out", str(out), "--seeds", "3"])
@@ -94,18 +93,35 @@ def test_quick_gives_each_experiment_its_own_folder(tmp_path):
     assert argvs["gapo_lists"][-2:] == ["--seeds", "2"]
 
 
-def test_an_older_run_folder_is_adopted(tmp_path):
-    """A folder of an earlier version (config.json, steps/, no file list) resumes and can be overwritten."""
+def test_a_folder_without_a_file_list_is_refused_even_with_overwrite(tmp_path):
+    """config.json and steps/ but no file list: nothing says which files are the run's, so nothing is touched."""
     out = tmp_path / "old"
     config = {"profile": "x", "a": 1}
     (out / "steps").mkdir(parents=True)
     write_json(out / "config.json", {"config": config, "versions": {}, "started": "then"})
     write_json(out / "steps" / "data.json", {"n": 1})
+    for overwrite in (False, True):
+        with pytest.raises(RunExistsError, match=f"holds no setpo run of reproduce \\(no {MANIFEST}\\)"):
+            RunDir(out, config, overwrite=overwrite)
+    assert (out / "steps" / "data.json").exists() and not (out / MANIFEST).exists()
+
+
+def test_a_list_made_by_watching_the_folder_resumes_but_is_never_deleted(tmp_path):
+    """A file list of the earlier format (setpo_run 1, made by watching the folder) may hold a user's file."""
+    out = tmp_path / "v1"
+    config = {"a": 1}
+    write_json(out / "config.json", {"config": config, "versions": common.versions(), "started": "then"})
+    write_json(out / "steps" / "data.json", {"n": 1})
+    (out / "notes.txt").write_text("mine")
+    lists = {"files": ["config.json", "steps/data.json", "notes.txt"], "dirs": ["steps"]}
+    write_json(out / MANIFEST, {"setpo_run": 1, **lists, "open_since": None})
     run = RunDir(out, config)
-    assert run.done("data") and "steps/data.json" in json.loads((out / MANIFEST).read_text())["files"]
+    assert run.done("data")
+    run.save("more", {"n": 2})
     run.close()
-    RunDir(out, {"profile": "x", "a": 2}, overwrite=True).close()
-    assert not (out / "steps" / "data.json").exists()
+    with pytest.raises(RunExistsError, match="older setpo that listed its files by watching the folder"):
+        RunDir(out, {"a": 2}, overwrite=True)
+    assert (out / "notes.txt").read_text() == "mine" and (out / "steps" / "more.json").exists()
 
 
 # -- item 22: damaged run folders ----------------------------------------------------------------------------------
@@ -384,11 +400,11 @@ def test_quick_with_a_bad_value_says_one_line_per_experiment(capsys):
 
 
 def test_files_of_a_killed_call_count_as_the_runs(tmp_path):
-    """A call killed before its final record (SIGKILL): what it wrote is still deleted by --overwrite."""
+    """A call killed mid-write (SIGKILL): its list was flushed before the write, so --overwrite still deletes it."""
     out = tmp_path / "run"
     run = RunDir(out, {"a": 1})
-    (out / "half_written.pt").write_bytes(b"x")  # no record(), no close(): the process died here
-    common._OPEN_RUNS.remove(run)
+    run.claim("half_written.pt").write_bytes(b"x")  # no close(): the process died here
+    common._OPEN_RUNS.remove(run)  # as after the death of its process: its lock is stale
     RunDir(out, {"a": 2}, overwrite=True).close()
     assert not (out / "half_written.pt").exists()
 

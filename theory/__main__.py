@@ -1,13 +1,16 @@
-"""python -m theory [--quick] [--only NAME,...] [--report PATH]: run the checks, print the table, write the report.
+"""python -m theory [--quick] [--only NAME,...] [--report PATH [--overwrite]]: run the checks, print the table,
+write the report.
 
 A full run (no --quick, no --only) writes paper_figures/theory_report.md and the arithmetic audit
-(paper_figures/paper_arithmetic.md + .csv); partial runs only print unless --report is given.
-Exit status 1 when any check has an unexpected outcome.
+(paper_figures/paper_arithmetic.md + .csv); partial runs only print unless --report is given. --report follows
+`setpo.files.check_out`: a file already there is replaced only with --overwrite. Exit status 1 when any check
+has an unexpected outcome, 2 for a bad option or an unwritable report, 130 on Ctrl-C (with the command to rerun).
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -15,6 +18,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from setpo.files import OutError, check_out
 from theory import RESULTS, consistency, find, paper_arithmetic, report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,12 +27,29 @@ ARITHMETIC = ROOT / "paper_figures" / "paper_arithmetic.md"
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line (see the module docstring); Ctrl-C ends in one line with the command that reruns."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        again = " ".join(["python -m theory", *map(shlex.quote, argv)])
+        print(f"\ninterrupted (SIGINT): no report written; run again with: {again}", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m theory", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="about 1,000 instances per check instead of 10,000")
     parser.add_argument("--only", default="", help="comma-separated keys or labels, e.g. thm_4_4,C.5,3.4")
-    parser.add_argument("--report", type=Path, default=None, help="where to write the markdown report")
+    parser.add_argument("--report", default=None, help="where to write the markdown report (a new file)")
+    parser.add_argument("--overwrite", action="store_true", help="replace the --report file if it exists")
     parser.add_argument("--list", action="store_true", help="list the results and exit")
     args = parser.parse_args(argv)
+    if args.report is not None:
+        try:
+            args.report = check_out(args.report, "theory", flag="--report", is_file=True, overwrite=args.overwrite)
+        except OutError as err:
+            parser.exit(2, f"python -m theory: error: {err}\n")
     if args.list:
         for res in RESULTS:
             print(f"{res.key:18s} {res.title}  (aliases: {', '.join(res.aliases) or '-'})")
@@ -66,7 +87,11 @@ def main(argv: list[str] | None = None) -> int:
                 "",
             ]
             print(f"wrote {ARITHMETIC.relative_to(ROOT)} and {ARITHMETIC.with_suffix('.csv').relative_to(ROOT)}")
-        report.write(path, report.markdown(records, statements, command, extra, scopes))
+        try:
+            report.write(path, report.markdown(records, statements, command, extra, scopes))
+        except OSError as err:
+            print(f"python -m theory: error: cannot write --report {path}: {err.strerror or err}", file=sys.stderr)
+            return 2
         print(f"wrote {path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path}")
     return 1 if bad else 0
 

@@ -2,23 +2,48 @@
 
 Writes DIR/<dataset>/<split>.parquet (verl format) and DIR/manifest.json; exit status 0 when every requested
 split was written or kept, 1 when some were missing (with --skip-missing), 2 on an error. ``--local-dir``
-defaults to ``$SETPO_BENCHMARK_DIR`` when that is set.
+defaults to ``$SETPO_BENCHMARK_DIR`` when that is set. --out follows `setpo.files.check_out`: a new or empty
+folder, or one this command wrote. Ctrl-C prints the command that resumes.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shlex
 import sys
+from pathlib import Path
 
 from setpo.data.build import DEFAULT_DATASETS, prepare_datasets
 from setpo.data.load import DatasetUnavailableError
 from setpo.data.sources import SPECS, source_table
+from setpo.files import RUN_MARK, OutError, check_out
+
+PROG = "python -m setpo.data.prepare"
+COMMAND = "setpo.data.prepare"
+
+
+def _earlier_prepare(folder: Path) -> bool:
+    """`folder` holds only what this command writes, with its manifest (written before RUN_MARK existed)."""
+    names = {p.name for p in folder.iterdir()}
+    return (folder / "manifest.json").is_file() and names <= {"manifest.json", *SPECS}
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line (see the module docstring); Ctrl-C ends in one line with the command that resumes."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        again = " ".join([PROG, *map(shlex.quote, [x for x in argv if x != "--overwrite"])])
+        print(f"\ninterrupted (SIGINT): splits already written are kept; resume with: {again}", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m setpo.data.prepare",
+        prog=PROG,
         description="Write verl-format parquet files DIR/<dataset>/<split>.parquet.",
         epilog="Sources:\n" + source_table(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -36,15 +61,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-missing", action="store_true", help="report unavailable splits instead of stopping")
     p.add_argument("--overwrite", action="store_true", help="replace files made from a different request")
     a = p.parse_args(argv)
-    if not a.out.strip():
-        p.error("--out must name a folder")
+    try:
+        out = check_out(a.out, COMMAND, owns=_earlier_prepare)
+    except OutError as e:
+        p.exit(2, f"{PROG}: error: {e}\n")
     if a.limit is not None and a.limit < 1:
         p.error(f"--limit must be a positive integer, got {a.limit}")
     if a.local_dir is not None and not os.path.isdir(a.local_dir):
         p.error(f"--local-dir {a.local_dir!r} is not a folder (set by --local-dir or $SETPO_BENCHMARK_DIR)")
+    if a.no_hub and a.local_dir is None:
+        p.exit(
+            2,
+            f"{PROG}: error: --no-hub reads local copies only: pass --local-dir FOLDER (or set $SETPO_BENCHMARK_DIR)\n",
+        )
     try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / RUN_MARK).write_text(json.dumps({"setpo_run": 2, "command": COMMAND}) + "\n")
         result = prepare_datasets(
-            a.out, a.datasets, a.splits, a.local_dir, a.limit, not a.no_hub, a.overwrite, a.skip_missing
+            out, a.datasets, a.splits, a.local_dir, a.limit, not a.no_hub, a.overwrite, a.skip_missing
         )
     except (DatasetUnavailableError, FileExistsError, ValueError, OSError) as e:
         hint = " (--skip-missing writes the available splits)" if isinstance(e, DatasetUnavailableError) else ""

@@ -5,12 +5,17 @@ prepared into OUT/data from --local-dir, by default $SETPO_BENCHMARK_DIR, or the
 problem (vLLM when installed, else transformers; the paper's n: 64, College Math 16), verifies them with
 math-verify and writes generations, results and a Pass@1 / pass@k table under --out. A benchmark already
 scored with the same settings, the same checkpoint files (paths, sizes, mtimes) and the same rows is not redone.
+--out follows `setpo.files.check_out`: a new or empty folder, or one an earlier `python -m setpo.eval` wrote
+(its ``.setpo-run.json`` records the request); the tables of a request with other settings are replaced only
+with --overwrite. Ctrl-C prints the command that resumes.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shlex
 import sys
 from functools import partial
 from pathlib import Path
@@ -19,10 +24,43 @@ from setpo.data import EVAL_BENCHMARKS, DatasetUnavailableError, prepare_split, 
 from setpo.eval.generate import SamplingConfig, config_dict, make_generator
 from setpo.eval.harness import evaluate_benchmark, math_checker, model_fingerprint, rows_digest
 from setpo.eval.tables import REPORTED, pass1_table, pass_at_k_table
+from setpo.files import RUN_MARK, OutError, check_out
 from setpo.tasks.math.verify import SCORING_RULE, MathVerifier, extracted_answer
 
 #: The paper's samples per problem where they differ from --n (Sec. 5: College Math Avg@16).
 PAPER_N = {"college_math": 16}
+PROG = "python -m setpo.eval"
+COMMAND = "setpo.eval"
+#: What a folder written by this command before it kept a RUN_MARK holds.
+_OUTPUTS = {"results", "generations", "pass1.md", "passk.md", "data"}
+
+
+def _earlier_eval(folder: Path) -> bool:
+    """`folder` holds only what an evaluation writes, with a result or the data it prepared (an evaluation of a
+    version before RUN_MARK, or one stopped while it prepared the benchmarks into OUT/data)."""
+    names = {p.name for p in folder.iterdir()}
+    made = any((folder / "results").glob("*.json")) or (folder / "data" / "manifest.json").is_file()
+    return names <= _OUTPUTS and made
+
+
+def _check_tables(out: Path, request: dict, overwrite: bool) -> None:
+    """Refuse (OutError) to replace pass1.md / passk.md made for another request, unless `overwrite`."""
+    try:
+        old = json.loads((out / RUN_MARK).read_text()).get("request")
+    except (OSError, ValueError, AttributeError):
+        old = None
+    tables = [t for t in ("pass1.md", "passk.md") if (out / t).exists()]
+    if tables and old != request and not overwrite:
+        diff = sorted(k for k in request if not isinstance(old, dict) or old.get(k) != request[k])
+        why = f"differs in: {', '.join(diff)}" if isinstance(old, dict) else "its settings are not recorded"
+        raise OutError(
+            f"--out {out} holds {' and '.join(tables)} of an evaluation with other settings ({why}); pass --overwrite "
+            "to replace them, or choose another --out"
+        )
+
+
+def _resume_command(argv: list[str]) -> str:
+    return " ".join([PROG, *map(shlex.quote, [x for x in argv if x != "--overwrite"])])
 
 
 def _n_overrides(items: list[str], p: argparse.ArgumentParser) -> dict[str, int]:
@@ -36,7 +74,21 @@ def _n_overrides(items: list[str], p: argparse.ArgumentParser) -> dict[str, int]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m setpo.eval", description=__doc__.splitlines()[0])
+    """Command line (see the module docstring); Ctrl-C ends in one line with the command that resumes."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print(
+            f"\ninterrupted (SIGINT): benchmarks already scored are kept under their results/; resume with: "
+            f"{_resume_command(argv)}",
+            file=sys.stderr,
+        )
+        return 130
+
+
+def _main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True, help="checkpoint folder or Hub id")
     p.add_argument("--data", type=Path, default=None, help="folder written by python -m setpo.data.prepare")
     p.add_argument(
@@ -45,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         help="without --data: local benchmark copies to prepare from (default: $SETPO_BENCHMARK_DIR)",
     )
     p.add_argument("--no-hub", action="store_true", help="without --data: never contact the Hub")
-    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--out", required=True, help="output folder: new, empty, or one an earlier run wrote")
     p.add_argument("--benchmarks", nargs="+", default=list(EVAL_BENCHMARKS), choices=list(EVAL_BENCHMARKS))
     p.add_argument("--method", default="model", help="row name in the tables")
     p.add_argument("--n", type=int, default=64, help="samples per problem (default 64, the paper's Avg@64)")
@@ -73,8 +125,6 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--limit must be a positive number of problems, got {a.limit}")
     if a.seed < 0 or a.verify_workers < 0:
         p.error("--seed and --verify-workers must be >= 0")
-    if not str(a.out).strip():
-        p.error("--out must name a folder")
     n_for = {b: a.n for b in a.benchmarks} | {
         b: n for b, n in _n_overrides(a.n_per_benchmark, p).items() if b in a.benchmarks
     }
@@ -82,6 +132,20 @@ def main(argv: list[str] | None = None) -> int:
         sampling = SamplingConfig(a.n, a.temperature, a.top_p, a.max_new_tokens, a.batch_size, a.seed)
     except ValueError as e:
         p.error(str(e))
+    request = {
+        "model": a.model,
+        "benchmarks": a.benchmarks,
+        "n": n_for,
+        "sampling": config_dict(sampling),
+        "limit": a.limit,
+        "require_boxed": a.require_boxed,
+        "method": a.method,
+        "reported": a.reported,
+    }
+    try:
+        a.out = check_out(a.out, COMMAND, owns=_earlier_eval)
+    except OutError as e:
+        p.exit(2, f"{PROG}: error: {e}\n")
     data = a.data
     if data is None:
         if a.local_dir is not None and not Path(a.local_dir).is_dir():
@@ -95,7 +159,18 @@ def main(argv: list[str] | None = None) -> int:
     missing = [b for b in a.benchmarks if not (data / b / "test.parquet").is_file()]
     if missing:
         p.error(f"no prepared test.parquet under {data} for: {', '.join(missing)} (run python -m setpo.data.prepare)")
-    rows = {b: read_prepared(data / b / "test.parquet")[: a.limit] for b in a.benchmarks}
+    try:
+        rows = {b: read_prepared(data / b / "test.parquet")[: a.limit] for b in a.benchmarks}
+    except (ValueError, OSError) as e:
+        p.exit(2, f"{PROG}: error: {e} (python -m setpo.data.prepare --overwrite writes it again)\n")
+    try:  # the tables of another request are not replaced; then this folder is marked as this request's
+        _check_tables(a.out, request, a.overwrite)
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / RUN_MARK).write_text(json.dumps({"setpo_run": 2, "command": COMMAND, "request": request}) + "\n")
+    except OutError as e:
+        p.exit(2, f"{PROG}: error: {e}\n")
+    except OSError as e:
+        p.exit(2, f"{PROG}: error: cannot write to --out {a.out}: {e.strerror or e}\n")
     model_key = model_fingerprint(a.model)
     try:
         generate = make_generator(a.model, sampling, backend=a.backend)
