@@ -61,17 +61,18 @@ def main() -> int:
             processing_class=tok,
         )
         trainer.train()
-    credits = trainer.setpo_last_credits
+    last = trainer.method_last
+    term = None if last is None else last["term"]
     logged = [h for h in trainer.state.log_history if "setpo/credit_std" in h]
-    if credits is None or credits.all.shape != (2 * G,) or not torch.isfinite(credits.all).all() or not logged:
-        print(f"no SetPO credits after one step: {credits}, log {trainer.state.log_history}", file=sys.stderr)
+    if term is None or term.shape != (2 * G,) or not torch.isfinite(term).all() or not logged:
+        print(f"no SetPO term after one step: {term}, log {trainer.state.log_history}", file=sys.stderr)
         return 1
     std = logged[-1]["setpo/credit_std"]
     if not (math.isfinite(std) and std > 0):
         print(f"credit std {std} after one step: the credit did not reach the advantages", file=sys.stderr)
         return 1
-    lam = trainer.setpo_last_lambda
-    print(f"one SetPOTrainer step: {credits.all.shape[0]} rows, credit std {std:.4g}, lambda {lam}")
+    lam = last["lambda"]
+    print(f"one SetPOTrainer step: {term.shape[0]} rows, credit std {std:.4g}, lambda {lam}")
     return 0
 
 

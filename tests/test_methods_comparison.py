@@ -13,8 +13,9 @@ import torch
 
 from reproduce import methods_comparison as mc
 from reproduce.common import RunDir
-from reproduce.stats import holm_adjust
+from reproduce.stats import frontier_at, holm_adjust
 from setpo.integrations.trl import SetPOConfig
+from setpo.metrics import pass_at_k
 
 CALIBRATION = {"diver": {"params": {"lam": 1.0, "correct_only": True, "tokenization": "char"}},
                "dqo": {"params": {"alpha": 1.3, "ridge": 1.0}}, "entropy": {"params": {"coef": 0.1}}}  # fmt: skip
@@ -145,59 +146,72 @@ def test_holm_adjust_known_values():
         holm_adjust([0.1, 1.5])
 
 
+#: per-problem correct counts (of n = 8) with known answers: GRPO narrows its start (pass@4 0.79 -> 0.5), 'darling'
+#: keeps pass@4 far above GRPO's frontier on every seed, 'dqo' falls below it on every seed
+#: (40 problems: the seeds x problems interval must also exclude 0)
+COUNTS = {"start": lambda s: [2, 2, 2, 2] * 10, "grpo": lambda s: [6, 6, 0, 0] * 10,
+          "darling": lambda s: [3, 3, 3, 3 + s % 3] * 10, "dqo": lambda s: [1, 1, 1, 1 + s % 2] * 10}  # fmt: skip
+
+
 def _synthetic(prof):
-    """Results and timing frames with known answers: GRPO's path is the straight line (0.2, 0.9) -> (0.6, 0.5)
-    pass@n = 1.1 - pass@1 on every seed; 'darling' lies 0.05 + 0.01 s above it, 'dqo' 0.02 below on every seed."""
-    n, rows, times = prof.eval_n, [], []
-    k = f"pass@{n}"
-    rows.append({"arm": "start", "G": 0, "seed": -1, "step": 0, "decoding": "T1_p1", "pass@1": 0.2, k: 0.9,
-                 "distinct": 2.0})  # fmt: skip
+    """Per-problem counts and timing frames (`COUNTS`; step times 1, 1.5, 2 x (1 + seed) for grpo, darling, dqo)."""
+    rows, times = [], []
+    for i, c in enumerate(COUNTS["start"](0)):
+        rows.append({"arm": "start", "G": 0, "seed": -1, "step": 0, "decoding": "T1_p1", "problem": i,
+                     "n": prof.eval_n, "n_correct": c, "n_distinct": min(c, 2)})  # fmt: skip
     for s in range(prof.seeds):
-        rows.append({"arm": "grpo", "G": 7, "seed": s, "step": prof.rl_steps, "decoding": "T1_p1", "pass@1": 0.6,
-                     k: 0.5, "distinct": 1.0})  # fmt: skip
-        rows.append({"arm": "darling", "G": 7, "seed": s, "step": prof.rl_steps, "decoding": "T1_p1", "pass@1": 0.4,
-                     k: 0.7 + 0.05 + 0.01 * s, "distinct": 1.5})  # fmt: skip
-        rows.append({"arm": "dqo", "G": 7, "seed": s, "step": prof.rl_steps, "decoding": "T1_p1", "pass@1": 0.5,
-                     k: 0.6 - 0.02, "distinct": 1.0})  # fmt: skip
+        for arm in ("grpo", "darling", "dqo"):
+            for i, c in enumerate(COUNTS[arm](s)):
+                rows.append({"arm": arm, "G": 7, "seed": s, "step": prof.rl_steps, "decoding": "T1_p1", "problem": i,
+                             "n": prof.eval_n, "n_correct": c, "n_distinct": min(c, 2)})  # fmt: skip
         for arm, t, added in (("grpo", 1.0, np.nan), ("darling", 1.5, 0.125), ("dqo", 2.0, 0.25)):
             times.append({"arm": arm, "G": 7, "seed": s, "step_time_s": t * (1 + s), "added_s": added, "steps": 2,
                           "wall_s": 1.0})  # fmt: skip
     return pd.DataFrame(rows), pd.DataFrame(times)
 
 
+def _reference(arm: str, s: int, metric: str, n: int = 8) -> float:
+    """A model's metric from COUNTS by the library's pass_at_k, independently of the comparison's tables."""
+    k = int(metric[5:])
+    return float(np.mean([pass_at_k(n, c, k) for c in COUNTS[arm](s)]))
+
+
 def test_contrasts_and_table_on_a_synthetic_frame(tmp_path):
-    prof = replace(mc.PROFILES["full"], seeds=4, arms=("grpo", "darling", "dqo"), eval_n=8)
+    prof = replace(mc.PROFILES["full"], seeds=8, arms=("grpo", "darling", "dqo"), eval_n=8)
     df, times = _synthetic(prof)
     con = mc.comparison(df, times, prof)
     gap = con[con.claim == "lies above GRPO's frontier"].set_index("arm")
-    assert gap.loc["darling", "mean"] == pytest.approx(0.05 + 0.01 * np.mean(range(4)))
-    assert gap.loc["darling", "verdict"] == "confirmed" and gap.loc["darling", "seeds_up"] == 4
-    assert gap.loc["dqo", "mean"] == pytest.approx(-0.02) and gap.loc["dqo", "verdict"] == "refuted"
-    assert gap.loc["darling", "p_signflip"] == pytest.approx(2 / 16)  # all 4 signs up: 2 of 16 patterns as extreme
-    assert gap.loc["darling", "p_holm"] == pytest.approx(min(1.0, 2 * 2 / 16))
+    for arm in ("darling", "dqo"):  # the gap against frontier_at through start and GRPO's end, per seed
+        want = [_reference(arm, s, "pass@4") - frontier_at([(_reference(a, s, "pass@1"), _reference(a, s, "pass@4"))
+                for a in ("start", "grpo")], _reference(arm, s, "pass@1")) for s in range(8)]  # fmt: skip
+        assert gap.loc[arm, "mean"] == pytest.approx(np.mean(want))
+    assert gap.loc["darling", "verdict"] == "confirmed" and gap.loc["darling", "seeds_up"] == 8
+    assert gap.loc["dqo", "mean"] < 0 and gap.loc["dqo", "verdict"] == "refuted"
+    assert gap.loc["darling", "p_exact"] == pytest.approx(2 / 256)  # all 8 signs up: 2 of 256 patterns as extreme
+    assert gap.loc["darling", "p_holm"] == pytest.approx(2 * 2 / 256)
     cost = con[(con.claim == "minus GRPO end point") & (con.metric == "pass@1")].set_index("arm")
-    assert cost.loc["darling", "mean"] == pytest.approx(-0.2) and cost.loc["darling", "verdict"] == "-"
+    want = np.mean([_reference("darling", s, "pass@1") - 0.375 for s in range(8)])
+    assert cost.loc["darling", "mean"] == pytest.approx(want) and cost.loc["darling", "verdict"] == "-"
     slow = con[con.claim == "step time over GRPO's"].set_index("arm")
     assert slow.loc["dqo", "mean"] == pytest.approx(1.0) and slow.loc["darling", "mean"] == pytest.approx(0.5)
     regime = con[con.arm == "grpo"].iloc[0]
-    assert regime["mean"] == pytest.approx(-0.4) and regime["verdict"] == "refuted"
+    assert regime["mean"] == pytest.approx(0.5 - _reference("start", 0, "pass@4")) and regime["verdict"] == "refuted"
 
     run = RunDir(tmp_path / "run", {"t": 1})
-    path = mc.summary_table(run, prof, con, times, {"dqo": {"ratio": 0.29}}, "Setting.")
+    path = mc.summary_table(run.path, prof, con, times, {"dqo": {"ratio": 0.29}}, "Setting.")
     text = path.read_text()
     rows = [line for line in text.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")]
     assert rows[0].startswith("| 1 | darling |") and "confirmed" in rows[0] and "| 0.1250 | +50% |" in rows[0]
     assert rows[1].startswith("| 2 | dqo |") and "refuted" in rows[1] and "+100%" in rows[1]
     assert "the start is on the frontier" in text and "dqo 0.29" in text and "GAPO: not applicable" in text
-    assert "not evidence" in text  # 4 seeds: the verdicts are labelled a pipeline check
     run.close()
 
     # a control (a placebo) gets the same contrasts, but stays out of the Holm family and the ranking
     con = mc.comparison(df, times, prof, controls=("dqo",))
     gap = con[con.claim == "lies above GRPO's frontier"].set_index("arm")
-    assert gap.loc["darling", "p_holm"] == pytest.approx(2 / 16) and np.isnan(gap.loc["dqo", "p_holm"])
+    assert gap.loc["darling", "p_holm"] == pytest.approx(2 / 256) and np.isnan(gap.loc["dqo", "p_holm"])
     run = RunDir(tmp_path / "run2", {"t": 2})
-    text = mc.summary_table(run, prof, con, times, {}, "Setting.", controls=("dqo",)).read_text()
+    text = mc.summary_table(run.path, prof, con, times, {}, "Setting.", controls=("dqo",)).read_text()
     assert "| 1 | darling |" in text and "| control | dqo |" in text and "| 2 |" not in text
     run.close()
 
@@ -205,14 +219,14 @@ def test_contrasts_and_table_on_a_synthetic_frame(tmp_path):
     con = mc.comparison(df, times, prof, timed_with_grpo=("darling",))
     assert set(con[con.claim == "step time over GRPO's"].arm) == {"darling"}
     run = RunDir(tmp_path / "run3", {"t": 3})
-    text = mc.summary_table(run, prof, con, times, {}, "Setting.").read_text()
+    text = mc.summary_table(run.path, prof, con, times, {}, "Setting.").read_text()
     assert [line for line in text.splitlines() if line.startswith("| 2 | dqo |")][0].endswith("| 0.2500 | - |")
     assert "for arms timed alongside GRPO in one process" in text
     run.close()
     con = mc.comparison(df, times, prof, timed_with_grpo=())  # runs resumed across calls: no ratio at all
     assert not (con.claim == "step time over GRPO's").any()
     run = RunDir(tmp_path / "run4", {"t": 4})
-    text = mc.summary_table(run, prof, con, times, {}, "Setting.").read_text()
+    text = mc.summary_table(run.path, prof, con, times, {}, "Setting.").read_text()
     assert "none here" in text and "Setting." in text
     run.close()
 

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 from setpo.eval.generate import Generator
 from setpo.eval.metrics import summarize
-from setpo.tasks.countdown import countdown_checker, countdown_diversity, extract_tagged_answer
+from setpo.tasks.countdown import countdown_checker, countdown_diversity, extract_answer
 from setpo.tasks.math.verify import MathVerifier, extracted_answer, verify_many
 
 Checker = Callable[[Sequence[str], Sequence[object]], list[bool]]
@@ -135,7 +135,7 @@ def evaluate_benchmark(
                 "samples": [
                     {
                         "text": t,
-                        "extracted": (extract_tagged_answer if countdown else (extract or extracted_answer))(t),
+                        "extracted": (extract_answer if countdown else (extract or extracted_answer))(t),
                         "correct": bool(ok),
                     }
                     for t, ok in zip(samples[i], correct[i])

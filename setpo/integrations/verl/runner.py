@@ -19,10 +19,14 @@ from typing import Any
 import hydra
 import ray
 from omegaconf import DictConfig, OmegaConf
-from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
 
 from setpo.embedders import available_embedders
 from setpo.integrations.verl.config import SetPOVerlConfig
+from setpo.integrations.verl.version import check_verl_version
+
+check_verl_version()  # before verl's internals are imported: another verl is refused, not run
+
+from verl.trainer.main_ppo import TaskRunnerV1, run_ppo  # noqa: E402
 
 TRAINER_MODE = "setpo_sync"
 CONFIG_MODULE = "verl.trainer.config"
