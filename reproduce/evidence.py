@@ -153,7 +153,7 @@ def contrasts(per_problem, arm_names: list[str], rl_steps: int, placebo_ratio: f
                                             min_effect=MIN_EFFECT["frontier"] if decides else None, base=front,
                                             ceiling=front, claim=f"{arm} lies above GRPO's frontier",
                                             metric=f"{y} gap", **row))  # fmt: skip
-                for metric in ("pass@1", K, "distinct"):
+                for metric in dict.fromkeys(("pass@1", K, "distinct")):
                     out.append(contrast_row(end_diff(table, end[arm], end["grpo"], metric), P, arm=arm,
                                             base=per_seed_values(table, end["grpo"], metric),
                                             claim=f"{arm} minus GRPO end point", metric=metric, **row))  # fmt: skip
@@ -170,7 +170,7 @@ def contrasts(per_problem, arm_names: list[str], rl_steps: int, placebo_ratio: f
                 continue
             setpo, placebo = end[f"setpo_r{r}"], end[f"placebo_r{r}"]
             claim = f"setpo_r{r} beats placebo_r{r}"
-            for metric in ("pass@1", K, "distinct"):
+            for metric in dict.fromkeys(("pass@1", K, "distinct")):
                 decides = metric == K
                 out.append(contrast_row(end_diff(table, setpo, placebo, metric), P, arm=f"setpo_r{r}",
                                         family="placebo" if decides else None,

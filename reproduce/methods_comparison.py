@@ -529,7 +529,7 @@ def comparison(per_problem, times, prof: Any, names: Sequence[str] | None = None
                                         family=FAMILY.format(dec=dec) if decides else None, base=front,
                                         min_effect=MIN_EFFECT if decides else None, ceiling=front,
                                         claim="lies above GRPO's frontier", metric=f"{K} gap", **row))  # fmt: skip
-                for metric in ("pass@1", K, "distinct"):
+                for metric in dict.fromkeys(("pass@1", K, "distinct")):
                     out.append(contrast_row(end_diff(table, end[arm], end["grpo"], metric), P, arm=arm,
                                             base=per_seed_values(table, end["grpo"], metric),
                                             claim="minus GRPO end point", metric=metric, **row))  # fmt: skip

@@ -49,40 +49,41 @@ def test_list_metrics_match_a_hand_count():
     assert sl.list_metrics(["zz", None], items)["js_valid"] == 1.0  # no valid answer: maximal divergence
 
 
-def _frame(prof, uniformity: dict[str, list[float]], validity: dict[str, list[float]]) -> pd.DataFrame:
-    rows = [{"arm": "start", "seed": -1, "step": 0, "validity": 0.5, "uniformity": 0.8}]
-    steps = sl.checkpoint_steps(prof.rl_steps, prof.frontier_points)[1:]
-    for arm, us in uniformity.items():
-        for seed, (u, v) in enumerate(zip(us, validity[arm])):
-            if arm == "grpo":  # a path from the start to (v, u)
-                for st in steps:
-                    f = st / prof.rl_steps
-                    rows.append({"arm": arm, "seed": seed, "step": st, "validity": 0.5 + f * (v - 0.5),
-                                 "uniformity": 0.8 + f * (u - 0.8)})  # fmt: skip
-            else:
-                rows.append({"arm": arm, "seed": seed, "step": prof.rl_steps, "validity": v, "uniformity": u})
-    df = pd.DataFrame(rows)
-    df["js_valid"] = 1 - df.uniformity
-    for k in ("js_all", "distinct", "first_item"):
-        df[k] = 0.0
-    return df
+def _lists(rows: list, arm: str, seed: int, step: int, validity: float, m: int, n_lists: int = 8) -> None:
+    """Per-list rows of one model: every list answered validly at rate `validity`, spread evenly over m items."""
+    for i in range(n_lists):
+        rows.append({"arm": arm, "seed": seed, "step": step, "list": i, "item": sl.INVALID, "count": None,
+                     "validity": validity})  # fmt: skip
+        rows += [{"arm": arm, "seed": seed, "step": step, "list": i, "item": f"w{j}", "count": 32 * validity / m,
+                  "validity": None} for j in range(m)]  # fmt: skip
+
+
+def _uniformity(m: int) -> float:
+    """1 - JS(uniform over m of the 8 items, uniform over 8), independently of the experiment's code."""
+    return 1 - _js_uniform_brute([1 / m] * m + [0.0] * (8 - m), [1 / 8] * 8)
 
 
 def test_contrasts_judge_against_grpos_frontier_and_the_placebo():
-    prof = sl.ListsProfile(seeds=4, rl_steps=4, frontier_points=3)
-    r = f"setpo_r{prof.ratio:g}"
-    p = f"placebo_r{prof.ratio:g}"
-    validity = {a: [0.9] * 4 for a in ("grpo", "gapo", r, p)}
-    validity[r] = [0.7] * 4  # SetPO stops halfway along GRPO's path: frontier uniformity there is 0.8 - 0.2 * 0.5
-    uni = {"grpo": [0.6] * 4, "gapo": [0.6] * 4, r: [0.75, 0.76, 0.77, 0.78], p: [0.6] * 4}
-    con = sl.contrasts(_frame(prof, uni, validity), prof)
+    prof = sl.ListsProfile(seeds=6, rl_steps=4, frontier_points=3)
+    r, p = f"setpo_r{prof.ratio:g}", f"placebo_r{prof.ratio:g}"
+    rows: list = []
+    _lists(rows, "start", -1, 0, 0.5, 6)
+    for s in range(6):  # GRPO narrows: (0.5, 6 items) -> (0.7, 4) -> (0.9, 2); SetPO keeps 5-6 items at 0.7
+        _lists(rows, "grpo", s, 2, 0.7, 4)
+        _lists(rows, "grpo", s, 4, 0.9, 2)
+        _lists(rows, "gapo", s, 4, 0.9, 2)  # exactly GRPO's end point
+        _lists(rows, r, s, 4, 0.7, 5 + s % 2)
+        _lists(rows, p, s, 4, 0.9, 2)
+    con = sl.contrasts(pd.DataFrame(rows), prof)
     row = lambda claim, metric: con[(con.claim == claim) & (con.metric == metric)].iloc[0]  # noqa: E731
     gap = row(f"{r} lies above GRPO's frontier", "uniformity gap")
-    assert gap["mean"] == pytest.approx(np.mean([0.75, 0.76, 0.77, 0.78]) - 0.7) and gap["verdict"] == "confirmed"
+    want = np.mean([_uniformity(5 + s % 2) - _uniformity(4) for s in range(6)])  # frontier at 0.7: the checkpoint
+    assert gap["mean"] == pytest.approx(want) and gap["verdict"] == "confirmed"
     assert row(f"{r} beats {p}", "uniformity")["verdict"] == "confirmed"
-    assert row("gapo lies above GRPO's frontier", "uniformity gap")["verdict"] == "refuted"  # on GRPO's end point
+    assert row("gapo lies above GRPO's frontier", "uniformity gap")["verdict"] == "no difference"  # on GRPO's end
     assert row("GRPO raises validity over its start (regime check)", "validity")["verdict"] == "confirmed"
-    assert row("GRPO narrows: JS over valid answers up from its start", "js_valid")["mean"] == pytest.approx(0.2)
+    narrows = row("GRPO narrows: JS over valid answers up from its start", "js_valid")["mean"]
+    assert narrows == pytest.approx(_uniformity(6) - _uniformity(2))
 
 
 def test_one_gapo_lora_run_trains_and_is_evaluated(tmp_path):

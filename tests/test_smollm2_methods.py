@@ -112,7 +112,7 @@ def test_smoke_run_end_to_end(smoke_run):
     assert len(timing) == prof.seeds * (3 + len(prof.arms)) and (timing.step_time_s > 0).all()
     assert not (con.claim == "step time over GRPO's").any()  # the baseline ran in another process
     text = (here / "summary.md").read_text()
-    assert "SmolLM2-135M, primes" in text and "not evidence" in text and "| control | placebo_r0.3 |" in text
+    assert "SmolLM2-135M, primes" in text and "too few seeds" in text and "| control | placebo_r0.3 |" in text
     record = json.loads((here / "steps" / "baseline.json").read_text())
     assert record["folder"] == str(base) and "rl_grpo_g3_s0" in record["steps"]
     for f in ("methods_frontier.png", "results.csv", "per_problem.csv.gz"):
