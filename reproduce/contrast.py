@@ -60,6 +60,10 @@ class ProblemTable:
     def has(self, key: Key) -> bool:
         return key in self.columns
 
+    def seeds(self, arm: str, G: int, step: int, decoding: str) -> list:
+        """The seeds with an evaluation of ``arm`` at group size G, ``step`` and ``decoding``, sorted."""
+        return sorted(k[2] for k in self.columns if k[:2] == (arm, G) and k[3] == step and k[4] == decoding)
+
 
 def _plain(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v

@@ -112,7 +112,7 @@ def contrasts(per_problem, prof: ConfirmProfile):
     table = ProblemTable.from_counts(per_problem)
     P, G, n = table.n_problems, prof.group_sizes[0], prof.eval_n
     K = f"pass@{evidence.decision_k(n)}"
-    seeds = sorted(k[2] for k in table.columns if k[:2] == ("grpo", G) and k[3] == prof.rl_steps and k[4] == PAPER)
+    seeds = table.seeds("grpo", G, prof.rl_steps, PAPER)
     if len(seeds) != prof.seeds:
         raise UsageError(f"the design fixes {prof.seeds} seeds; {len(seeds)} are done: no interim analysis")
     start = ("start", 0, -1, 0, PAPER)

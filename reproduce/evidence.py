@@ -132,7 +132,7 @@ def contrasts(per_problem, arm_names: list[str], rl_steps: int, placebo_ratio: f
     for G in sorted(g for g in per_problem.G.unique() if g != 0):
         for dec in sorted(per_problem.decoding.unique()):
             start = ("start", 0, -1, 0, dec)
-            seeds = sorted(k[2] for k in table.columns if k[:2] == ("grpo", G) and k[3] == rl_steps and k[4] == dec)
+            seeds = table.seeds("grpo", G, rl_steps, dec)
             if not seeds:
                 continue
             end = {a: [(a, G, s, rl_steps, dec) for s in seeds] for a in arm_names}

@@ -513,8 +513,7 @@ def comparison(per_problem, times, prof: Any, names: Sequence[str] | None = None
     for G in prof.group_sizes:
         for dec in sorted(per_problem.decoding.unique()):
             start = ("start", 0, -1, 0, dec)
-            seeds = sorted(k[2] for k in table.columns if k[:2] == ("grpo", G) and k[3] == prof.rl_steps
-                           and k[4] == dec)  # fmt: skip
+            seeds = table.seeds("grpo", G, prof.rl_steps, dec)
             end = {a: [(a, G, s, prof.rl_steps, dec) for s in seeds] for a in names}
             paths = evidence.frontier_paths(table, G, dec, seeds, prof.rl_steps, start)
             row = {"G": G, "decoding": dec}
