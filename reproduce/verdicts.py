@@ -94,7 +94,7 @@ def changes(name: str, con, figures: Path = PAPER_FIGURES) -> list[str]:
     old = pd.read_csv(Path(figures) / name / "contrasts.csv")
     if "verdict" not in old:
         return []
-    old["metric"] = old.metric.map(_decision_metric(old))
+    old["metric"] = old.metric.map(_decision_metric(con))
     keys = ["G", "decoding", "claim", "metric"] + (["arm"] if "arm" in old and "arm" in con else [])
     merged = con.merge(old, on=keys, how="outer", suffixes=("", "_old"))
     out = []
@@ -107,14 +107,13 @@ def changes(name: str, con, figures: Path = PAPER_FIGURES) -> list[str]:
     return out
 
 
-def _decision_metric(old):
-    """Old metric name -> the one deciding now: pass@n (n = the largest k) -> pass@(n/2), gaps alike."""
-    ks = [int(m.split()[0][5:]) for m in old.metric.unique() if m.startswith("pass@")]
+def _decision_metric(new):
+    """Old metric name -> the one deciding now: pass@n -> pass@(n/2) (gaps alike), n/2 the largest k of ``new``."""
+    ks = [int(m.split()[0][5:]) for m in new.metric.unique() if m.startswith("pass@")]
     if not ks:
         return lambda m: m
-    n = max(ks)
-    k = evidence.decision_k(n)
-    return lambda m: m.replace(f"pass@{n}", f"pass@{k}", 1) if m.split()[0] == f"pass@{n}" else m
+    k = max(ks)
+    return lambda m: m.replace(f"pass@{2 * k}", f"pass@{k}", 1) if m.split()[0] == f"pass@{2 * k}" else m
 
 
 def main(argv: list[str] | None = None) -> int:
