@@ -83,6 +83,41 @@ CLAIMS = [
 ]  # fmt: skip
 
 
+#: The pre-registered confirmatory experiments (design in the module docstring, committed before the results): their
+#: H1 and H2 are one Holm family inside the experiment, decided there; H3 is reported. They lead the answer.
+CONFIRMATORY = (
+    ("countdown_confirm", "Countdown from the shipped start, G = 7, TinyZero's rule"),
+    ("smollm2_confirm", "SmolLM2-135M-Instruct naming primes, G = 6"),
+)
+
+
+def confirmatory(figures: Path = PAPER_FIGURES) -> list[dict[str, object]]:
+    """The H1, H2 and H3 rows of every published confirmatory experiment, as its contrasts.csv decided them."""
+    out = []
+    for experiment, setting in CONFIRMATORY:
+        path = Path(figures) / experiment / "contrasts.csv"
+        if not path.exists():
+            continue
+        with path.open() as f:
+            for r in csv.DictReader(f):
+                if r["claim"][:4] in ("H1: ", "H2: ", "H3: ") and r["arm"] == "setpo_r0.3":
+                    out.append({"experiment": experiment, "setting": setting, "hypothesis": r["claim"][:2],
+                                "claim": r["claim"][4:], "metric": r["metric"], "n": int(r["n"]),
+                                "mean": float(r["mean"]), "rel": _num(r, "rel"), "rel_lo": _num(r, "rel_lo"),
+                                "rel_hi": _num(r, "rel_hi"), "t_lo": _num(r, "t_lo"), "t_hi": _num(r, "t_hi"),
+                                "p": float(r["p_exact"]), "p_holm": _num(r, "p_holm"),
+                                "boot_lo": _num(r, "boot_lo"), "boot_hi": _num(r, "boot_hi"),
+                                "seeds_up": int(r["seeds_up"]), "verdict": r["verdict"] if r["verdict"] != "-"
+                                else "reported"})  # fmt: skip
+    return out
+
+
+def _confirm_line(r: dict) -> str:
+    return (f"| {r['experiment']} | {r['hypothesis']} | {r['claim']} | {r['metric']} | {r['n']} | {r['mean']:+.3f} | "
+            f"{fmt_rel(r)} | {fmt_ci(r['t_lo'], r['t_hi'])} | {fmt_p(r['p'])} | {fmt_p(r['p_holm'])} | "
+            f"{fmt_ci(r['boot_lo'], r['boot_hi'])} | {r['seeds_up']}/{r['n']} | {r['verdict']} |")  # fmt: skip
+
+
 def _decoding(name: str) -> str:
     return {"T1_p1": "T 1.0", "T0.5_p0.9": "T 0.5, top-p 0.9"}.get(name, name)
 
@@ -191,6 +226,21 @@ def render(figures: Path = PAPER_FIGURES) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     lines += [_row_line(r) for r in table]
+    conf = confirmatory(figures)
+    if conf:
+        lines += [
+            "",
+            "## Pre-registered confirmatory experiments",
+            "",
+            "Designs in `reproduce/<experiment>.py`'s docstring, committed before their runs; H1 and H2 are one "
+            "Holm family of two inside each experiment, H3 is reported (t-CI and exact p). Command: "
+            "`python -m reproduce <experiment> --profile full`.",
+            "",
+            "| experiment | H | contrast | metric | n | mean | relative [t-CI] | t 95% CI | p | Holm p | "
+            "seeds x problems | seeds up | verdict |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        lines += [_confirm_line(r) for r in conf]
     lines += ["", "## Claims", ""]
     lines += [f"- **{c.key}**: {c.text}" + (f"; minimum useful effect {c.min_effect:+g}" if c.min_effect else "")
               for c in CLAIMS]  # fmt: skip
@@ -217,16 +267,26 @@ def answer(figures: Path = PAPER_FIGURES) -> str:
         "**Does SetPO help?** Not shown at this scale. Every verdict below comes from one exact rule (Holm-adjusted "
         "sign-flip p < 0.05 and a t-CI and a seeds x problems interval above 0; [claims](paper_figures/claims.md)):"
     ]
+    for experiment, setting in CONFIRMATORY:
+        hs = {r["hypothesis"]: r for r in confirmatory(figures) if r["experiment"] == experiment}
+        if not hs:
+            lines.append(f"- Pre-registered, {setting} (`{experiment}`): no results published yet.")
+            continue
+        lines.append(f"- Pre-registered, {setting}, {hs['H1']['n']} seeds: H1 SetPO above GRPO's frontier (checkpoints "
+                     f"and hotter sampling) {hs['H1']['mean']:+.3f} {hs['H1']['metric']}: **{hs['H1']['verdict']}**; "
+                     f"H2 beats the placebo {hs['H2']['mean']:+.3f}: **{hs['H2']['verdict']}**; H3 pass@1 "
+                     f"{hs['H3']['mean']:+.3f} {fmt_ci(hs['H3']['t_lo'], hs['H3']['t_hi'])}.")  # fmt: skip
+    lines.append("- The exploratory pilots, every paper claim in each setting:")
     for key in ("frontier", "hotter", "pass1", "placebo", "distinct", "gapo"):
         c = next(c for c in CLAIMS if c.key == key)
         best = max(by[key], key=lambda r: r["mean"])
-        lines.append(f"- {c.text.split(' (')[0]}: {_counts(by[key])} of {len(by[key])} settings; largest "
+        lines.append(f"  - {c.text.split(' (')[0]}: {_counts(by[key])} of {len(by[key])} settings; largest "
                      f"{best['mean']:+.3f} {fmt_ci(best['t_lo'], best['t_hi'])} ({best['experiment']}, "
                      f"{_decoding(best['decoding'])}).")  # fmt: skip
     hot = by["hotter"]
     worst = min(hot, key=lambda r: r["mean"])
     p1 = next(r for r in by["hotter_p1"] if r["experiment"] == worst["experiment"])
-    lines.append(f"- GRPO sampled at T 1.0 is the baseline to beat: on {worst['experiment']} SetPO at T 0.5 has "
+    lines.append(f"  - GRPO sampled at T 1.0 is the baseline to beat: on {worst['experiment']} SetPO at T 0.5 has "
                  f"{worst['mean']:+.3f} {worst['metric']} and {p1['mean']:+.3f} pass@1 against it.")  # fmt: skip
     return "\n".join(lines) + "\n"
 

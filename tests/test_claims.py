@@ -81,3 +81,29 @@ def test_corrections_list_every_earlier_row(tmp_path):
     shutil.copy(PAPER_FIGURES / claims.PREVIOUS, figures / claims.PREVIOUS)
     fixes = claims.corrections(claims.rows(figures), figures)
     assert len(fixes) == 25 and all(" -> " in f for f in fixes)
+
+
+def test_confirmatory_rows_lead_the_answer_with_their_own_verdicts(tmp_path):
+    figures = _figures(tmp_path, 10, 0.5, -0.1, 0.1, 5, 5)
+    exp = claims.CONFIRMATORY[0][0]
+    (figures / exp).mkdir()
+    cols = ["arm", "claim", "metric", "n", "mean", "t_lo", "t_hi", "p_exact", "boot_lo", "boot_hi", "seeds_up",
+            "rel", "rel_lo", "rel_hi", "p_holm", "verdict"]  # fmt: skip
+    with (figures / exp / "contrasts.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        w.writerow(["setpo_r0.3", "H1: setpo_r0.3 lies above GRPO's frontier", "pass@32 gap", 20, -0.05, -0.08,
+                    -0.02, 0.001, -0.09, -0.01, 2, -0.1, -0.2, 0.0, 0.002, "refuted"])  # fmt: skip
+        w.writerow(["setpo_r0.3", "H2: setpo_r0.3 beats placebo_r0.3 at matched pass@1", "pass@32 gap minus "
+                    "placebo's", 20, 0.04, 0.01, 0.07, 0.01, 0.005, 0.08, 15, "", "", "", 0.01, "confirmed"])  # fmt: skip
+        w.writerow(["setpo_r0.3", "H3: setpo_r0.3 minus GRPO end point", "pass@1", 20, -0.01, -0.03, 0.01, 0.3,
+                    -0.03, 0.01, 8, -0.05, -0.15, 0.05, "", "-"])  # fmt: skip
+        w.writerow(["placebo_r0.3", "placebo_r0.3 minus GRPO end point", "pass@1", 20, 0.0, -0.01, 0.01, 1.0, -0.01,
+                    0.01, 10, "", "", "", "", "-"])  # fmt: skip
+    conf = claims.confirmatory(figures)
+    assert [r["hypothesis"] for r in conf] == ["H1", "H2", "H3"]  # the placebo's own row is not a hypothesis
+    assert [r["verdict"] for r in conf] == ["refuted", "confirmed", "reported"]
+    lines = claims.answer(figures).splitlines()
+    assert "H1" in lines[1] and "**refuted**" in lines[1] and "**confirmed**" in lines[1] and "20 seeds" in lines[1]
+    assert "no results published yet" in lines[2]  # the other confirmatory experiment
+    assert "## Pre-registered confirmatory experiments" in claims.render(figures)
