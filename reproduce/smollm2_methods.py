@@ -54,6 +54,7 @@ from reproduce import smollm2_primes as sp
 from reproduce.common import RunDir, RunPlan, seeds_option, write_json
 from reproduce.evidence import cached_eval
 from reproduce.smollm2 import load_policy, lora_config, sample, train_arm
+from reproduce.tasks import primes
 
 NAME = "smollm2_methods"
 COMMAND = "python -m reproduce smollm2_methods --profile {profile}"
@@ -103,13 +104,13 @@ PROFILES = {
 
 def answer(text: str) -> str | None:
     """The answer (the first integer of the completion) as DARLING's class key and GAPO's answer, or None."""
-    x = sp.first_integer(text)
+    x = primes.first_integer(text)
     return None if x is None else str(x)
 
 
 def valid_answers(lo: int, hi: int) -> list[str]:
     """GAPO's V for a window: the primes strictly between lo and hi, as answers."""
-    return [str(x) for x in range(lo + 1, hi) if sp.is_prime(x)]
+    return [str(x) for x in range(lo + 1, hi) if primes.is_prime(x)]
 
 
 def baseline_out(out: Path) -> Path:
@@ -194,7 +195,7 @@ def stage_baseline_record(run: RunDir, base: RunDir) -> dict:
 
 def calibration_rows(prof: MethodsPrimesProfile) -> list[tuple[int, int]]:
     """`calibration_prompts` training windows spread evenly over the training set."""
-    train = sp.windows("train", prof.n_test)
+    train = primes.windows("train", prof.n_test)
     n = min(prof.calibration_prompts, len(train))
     return [train[round(i * (len(train) - 1) / max(1, n - 1))] for i in range(n)]
 
@@ -208,15 +209,15 @@ def calibration_batch(prof: MethodsPrimesProfile, seed: int = 0):
 
     G = prof.group_sizes[0]
     wins = calibration_rows(prof)
-    prompts = [sp.PROMPT.format(lo=lo, hi=hi) for lo, hi in wins]
+    prompts = [primes.PROMPT.format(lo=lo, hi=hi) for lo, hi in wins]
     model, tok = load_policy(None)
     samples = sample(model, tok, prompts, G, 1.0, 1.0, prof.max_completion_length, prof.eval_batch_size)
     texts = [s for row in samples for s in row]
     los, his = [lo for lo, _ in wins for _ in range(G)], [hi for _, hi in wins for _ in range(G)]
-    rewards = torch.tensor(sp.primes_reward(texts, los, his), dtype=torch.float64)
+    rewards = torch.tensor(primes.primes_reward(texts, los, his), dtype=torch.float64)
     batch = GroupBatch.from_rows(
         rewards, G, texts=texts, answers=[answer(t) for t in texts], correct=rewards > mc.CORRECT_THRESHOLD,
-        embeddings=torch.as_tensor(sp.AnswerOneHot()(texts), dtype=torch.float64),
+        embeddings=torch.as_tensor(primes.AnswerOneHot()(texts), dtype=torch.float64),
         valid_sets=[valid_answers(lo, hi) for lo, hi in wins],
     )  # fmt: skip
     torch.manual_seed(seed)
@@ -238,10 +239,11 @@ def stage_calibration(run: RunDir, prof: MethodsPrimesProfile) -> dict:
 
 def stage_rl(run: RunDir, prof: MethodsPrimesProfile, arm: mc.Arm, G: int, seed: int) -> Path:
     """One LoRA RL run of a method arm from the start model. Returns its adapter."""
-    rows = [{"prompt": sp.PROMPT.format(lo=lo, hi=hi), "lo": lo, "hi": hi, "valid_answers": valid_answers(lo, hi)}
-            for lo, hi in sp.windows("train", prof.n_test)]  # fmt: skip
-    return train_arm(run, f"{arm.name}_g{G}_s{seed}", rows, [sp.primes_reward],
-                     sp.AnswerOneHot() if arm.embedder else None, prof=prof, G=G, seed=seed, ratio=0.0, placebo=False,
+    rows = [{"prompt": primes.PROMPT.format(lo=lo, hi=hi), "lo": lo, "hi": hi, "valid_answers": valid_answers(lo, hi)}
+            for lo, hi in primes.windows("train", prof.n_test)]  # fmt: skip
+    return train_arm(run, f"{arm.name}_g{G}_s{seed}", rows, [primes.primes_reward],
+                     primes.AnswerOneHot() if arm.embedder else None, prof=prof, G=G, seed=seed, ratio=0.0,
+                     placebo=False,
                      meta={"arm": arm.name}, method=arm.config_fields(),
                      answer_extractor=answer if arm.answers else None)  # fmt: skip
 

@@ -94,8 +94,9 @@ def test_confirmatory_rows_lead_the_answer_with_their_own_verdicts(tmp_path):
         w.writerow(cols)
         w.writerow(["setpo_r0.3", "H1: setpo_r0.3 lies above GRPO's frontier", "pass@32 gap", 20, -0.05, -0.08,
                     -0.02, 0.001, -0.09, -0.01, 2, -0.1, -0.2, 0.0, 0.002, "refuted"])  # fmt: skip
-        w.writerow(["setpo_r0.3", "H2: setpo_r0.3 beats placebo_r0.3 at matched pass@1", "pass@32 gap minus "
-                    "placebo's", 20, 0.04, 0.01, 0.07, 0.01, 0.005, 0.08, 15, "", "", "", 0.01, "confirmed"])  # fmt: skip
+        h2 = "H2: setpo_r0.3 beats placebo_r0.3 at matched pass@1"
+        w.writerow(["setpo_r0.3", h2, "pass@32 gap minus placebo's", 20, 0.04, 0.01, 0.07, 0.01, 0.005, 0.08, 15,
+                    "", "", "", 0.01, "confirmed"])  # fmt: skip
         w.writerow(["setpo_r0.3", "H3: setpo_r0.3 minus GRPO end point", "pass@1", 20, -0.01, -0.03, 0.01, 0.3,
                     -0.03, 0.01, 8, -0.05, -0.15, 0.05, "", "-"])  # fmt: skip
         w.writerow(["placebo_r0.3", "placebo_r0.3 minus GRPO end point", "pass@1", 20, 0.0, -0.01, 0.01, 1.0, -0.01,

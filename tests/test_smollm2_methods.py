@@ -14,6 +14,7 @@ from reproduce import methods_comparison as mc
 from reproduce import smollm2_methods as sm
 from reproduce import smollm2_primes as sp
 from reproduce.common import RunDir, RunExistsError, default_out
+from reproduce.tasks import primes
 
 
 def test_profiles_extend_the_primes_profiles():
@@ -70,7 +71,7 @@ def test_calibrated_arms_and_the_answers():
     assert sm.answer("13. It is prime") == "13" and sm.answer("no") is None
     assert sm.valid_answers(10, 20) == ["11", "13", "17", "19"] and sm.valid_answers(13, 17) == []
     rows = sm.calibration_rows(sm.PROFILES["full"])
-    train = sp.windows("train", 12)
+    train = primes.windows("train", 12)
     assert len(rows) == 64 and rows[0] == train[0] and rows[-1] == train[-1] and len(set(rows)) == 64
 
 

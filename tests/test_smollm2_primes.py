@@ -9,24 +9,31 @@ import torch
 
 from reproduce import smollm2_primes as sp
 from reproduce.common import RunDir
+from reproduce.tasks import primes
 from setpo.core import cosine_kernel
 
 
 def test_reward_takes_the_first_integer_and_needs_a_prime_inside():
-    assert sp.primes_reward(["13.", "15", "11 and 13", "none", "7"], [10] * 5, [20] * 5) == [1.0, 0.0, 1.0, 0.0, 0.0]
-    assert sp.valid_answer("31", 0, 31) is None and sp.valid_answer("29", 0, 31) == 29  # strictly inside
+    assert primes.primes_reward(["13.", "15", "11 and 13", "none", "7"], [10] * 5, [20] * 5) == [
+        1.0,
+        0.0,
+        1.0,
+        0.0,
+        0.0,
+    ]
+    assert primes.valid_answer("31", 0, 31) is None and primes.valid_answer("29", 0, 31) == 29  # strictly inside
     brute = [x for x in range(200) if x > 1 and all(x % d for d in range(2, x))]
-    assert [x for x in range(200) if sp.is_prime(x)] == brute
+    assert [x for x in range(200) if primes.is_prime(x)] == brute
 
 
 def test_answer_kernel_is_same_answer_or_not():
-    E = sp.AnswerOneHot()(["13.", "13 is prime", "17", "no number", "no number"])
+    E = primes.AnswerOneHot()(["13.", "13 is prime", "17", "no number", "no number"])
     K = cosine_kernel(E.double())
     assert K[0, 1] == pytest.approx(1) and K[0, 2] == 0 and K[3, 4] == pytest.approx(1) and K[2, 3] == 0
 
 
 def test_no_test_prompt_is_a_training_prompt():
-    train, test = set(sp.windows("train", 12)), set(sp.windows("test", 12))
+    train, test = set(primes.windows("train", 12)), set(primes.windows("test", 12))
     assert len(test) == 12 and not train & test
 
 

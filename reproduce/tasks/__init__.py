@@ -1,0 +1,1 @@
+"""What experiments share: the tasks (data, prompts, rewards, answer embedders) they train and evaluate on."""
