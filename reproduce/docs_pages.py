@@ -189,6 +189,13 @@ def per_seed_file(folder: Path) -> Path | None:
     return min(with_seed)[2] if with_seed else None
 
 
+def collapsed(label: str, md: str) -> str:
+    """`md` in a collapsed block titled `label` (pymdownx.details)."""
+    return f'??? note "{label} (open to read)"\n\n' + "\n".join(
+        "    " + line if line else "" for line in md.splitlines()
+    )
+
+
 def demote(md: str, levels: int = 1) -> str:
     """Markdown with every ATX heading (outside code fences) moved down `levels`."""
     out, fenced = [], False
@@ -231,23 +238,20 @@ def folder_block(folder: Path, base: str, level: int = 2) -> str:
             lines.append(f"![{png.stem}]({base}{png.name})\n\n`{png.name}`" + (f"; data: {beside}" if beside else ""))
         parts.append("\n\n".join(lines))
     for md in sorted(folder.glob("*.md"), key=lambda p: (p.name != "summary.md", p.name)):
-        parts.append(f"{h} `{md.name}`\n\n" + demote(md.read_text().strip(), level))
+        lines = md.read_text().strip().splitlines()
+        head = lines.pop(0)[2:].strip() if lines and lines[0].startswith("# ") else ""
+        parts.append(f"{h} `{md.name}`" + (f": {head}" if head else "") + "\n\n" + demote("\n".join(lines), level))
     seeds = per_seed_file(folder)
     if seeds is not None:
         rendered = csv_table(seeds)
-        body = (
-            "\n".join("    " + line for line in rendered.splitlines())
-            if rendered
-            else f"    Too long to show here: [`{seeds.name}`]({base}{seeds.name})."
-        )
-        parts.append(f'{h} Per-seed table\n\n??? note "{seeds.name} (open to read)"\n\n{body}')
+        body = rendered or f"Too long to show here: [`{seeds.name}`]({base}{seeds.name})."
+        parts.append(f"{h} Per-seed table\n\n" + collapsed(seeds.name, body))
     for sub in sorted(d for d in folder.iterdir() if d.is_dir() and _data_files(d)):
         parts.append(f"{h} `{sub.name}/`\n\n" + folder_block(sub, f"{base}{sub.name}/", level + 1))
-    json_files = [p for p in sorted(folder.glob("*.json")) if p.name != "config.json"]
-    for js in json_files:
-        rendered = json_tables(js)
+    for js in sorted(folder.glob("*.json")):
+        rendered = json_tables(js) if js.name != "config.json" and not js.name.startswith(".") else None
         if rendered:
-            parts.append(f"{h} `{js.name}`\n\n{rendered}")
+            parts.append(f"{h} `{js.name}`\n\n" + collapsed(js.name, rendered))
     files = [p for p in sorted(folder.iterdir()) if p.is_file() and p in _data_files(folder)]
     if files:
         parts.append(
