@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: set up the environments if needed, then lint, unit/property/integration tests,
+# The whole test suite: set up the environments if needed, then lint, the docs build, unit/property/integration tests,
 # notebooks (nbmake), the theory checks (python -m theory), the verl adapter tests in their own venv, and the
 # wheel installed into the oldest supported TRL stack with the core, TRL and SmolLM2 tests (scripts/check_compat.sh).
 set -euo pipefail
@@ -12,6 +12,9 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 echo "== ruff"
 ruff check .
 ruff format --check .
+
+echo "== docs (mkdocs build --strict: broken links, missing pages, failing API-reference imports)"
+mkdocs build --strict -d "$(mktemp -d)"
 
 echo "== theory (python -m theory)"
 python -m theory --report "$(mktemp -d)/theory_report.md"
