@@ -47,32 +47,19 @@ import argparse
 import os
 import time
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import ClassVar
 
-import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from reproduce import confirm, evidence
 from reproduce import countdown_evidence as ce
-from reproduce import evidence
-from reproduce.common import RunDir, RunPlan, UsageError, save_figure, seeds_option
-from reproduce.contrast import (
-    ProblemTable,
-    apply_rule,
-    contrast_row,
-    end_diff,
-    frontier_gap,
-    frontier_values,
-    minus,
-    per_seed_values,
-)
+from reproduce.common import RunPlan, seeds_option
 from reproduce.evidence import per_problem_frame, saved_steps
 
 NAME = "countdown_confirm"
 COMMAND = "python -m reproduce countdown_confirm --profile {profile}"
-PAPER = "T0.5_p0.9"
-FAMILY, MIN_EFFECT = "H1-H2", 0.02
+PAPER = confirm.PAPER
 
 
 @dataclass(frozen=True)
@@ -97,109 +84,13 @@ PROFILES = {
 }  # fmt: skip
 
 
-def dec_name(T: float, top_p: float) -> str:
-    return f"T{T:g}_p{top_p:g}"
-
-
 def seeds_of(prof: ConfirmProfile) -> list[int]:
     return list(range(prof.first_seed, prof.first_seed + prof.seeds))
 
 
-def contrasts(per_problem, prof: ConfirmProfile):
-    """H1, H2 (one Holm family), H3 and the descriptive contrasts, from the per-problem counts."""
-    import pandas as pd
-
-    table = ProblemTable.from_counts(per_problem)
-    P, G, n = table.n_problems, prof.group_sizes[0], prof.eval_n
-    K = f"pass@{evidence.decision_k(n)}"
-    seeds = table.seeds("grpo", G, prof.rl_steps, PAPER)
-    if len(seeds) != prof.seeds:
-        raise UsageError(f"the design fixes {prof.seeds} seeds; {len(seeds)} are done: no interim analysis")
-    start = ("start", 0, -1, 0, PAPER)
-    hot = [dec_name(T, p) for T, p in prof.sweep]
-    paths = [p + [("grpo", G, s, prof.rl_steps, d) for d in hot]
-             for p, s in zip(evidence.frontier_paths(table, G, PAPER, seeds, prof.rl_steps, start), seeds)]  # fmt: skip
-    end = {a: [(a, G, s, prof.rl_steps, PAPER) for s in seeds] for a in ("grpo", "setpo_r0.3", "placebo_r0.3")}
-    row = {"G": G, "decoding": PAPER}
-    out = []
-    for arm in ("setpo_r0.3", "placebo_r0.3"):
-        for k in [evidence.decision_k(n)] + [k for k in evidence.report_ks(n) if k != evidence.decision_k(n)]:
-            y = f"pass@{k}"
-            front = frontier_values(table, paths, end[arm], "pass@1", y)
-            h1 = arm == "setpo_r0.3" and y == K
-            out.append(contrast_row(frontier_gap(table, paths, end[arm], "pass@1", y), P, arm=arm, base=front,
-                                    ceiling=front, family=FAMILY if h1 else None, min_effect=MIN_EFFECT if h1 else None,
-                                    claim=("H1: " if h1 else "") + f"{arm} lies above GRPO's frontier (checkpoints "
-                                    "and temperature sweep)", metric=f"{y} gap", **row))  # fmt: skip
-    matched = minus(frontier_gap(table, paths, end["setpo_r0.3"], "pass@1", K),
-                    frontier_gap(table, paths, end["placebo_r0.3"], "pass@1", K))  # fmt: skip
-    h2 = "H2: setpo_r0.3 beats placebo_r0.3 at matched pass@1"
-    out.append(contrast_row(matched, P, family=FAMILY, min_effect=MIN_EFFECT, arm="setpo_r0.3",
-                            metric=f"{K} gap minus placebo's", claim=h2, **row))  # fmt: skip
-    for metric in dict.fromkeys(("pass@1", K, "distinct")):
-        for arm in ("setpo_r0.3", "placebo_r0.3"):
-            h3 = "H3: " if metric == "pass@1" and arm == "setpo_r0.3" else ""
-            out.append(contrast_row(end_diff(table, end[arm], end["grpo"], metric), P, arm=arm, metric=metric,
-                                    base=per_seed_values(table, end["grpo"], metric),
-                                    claim=f"{h3}{arm} minus GRPO end point", **row))  # fmt: skip
-        out.append(contrast_row(end_diff(table, end["setpo_r0.3"], end["placebo_r0.3"], metric), P, metric=metric,
-                                base=per_seed_values(table, end["placebo_r0.3"], metric), arm="setpo_r0.3",
-                                claim="setpo_r0.3 minus placebo_r0.3 (raw)", **row))  # fmt: skip
-    for d in hot:
-        hotter = [("grpo", G, s, prof.rl_steps, d) for s in seeds]
-        out.append(contrast_row(end_diff(table, end["setpo_r0.3"], hotter, K), P, arm="setpo_r0.3", metric=K,
-                                claim=f"setpo_r0.3 minus GRPO end point sampled at {d}", **row))  # fmt: skip
-    return pd.DataFrame(apply_rule(out))
-
-
-def passk_curve(per_problem, prof: ConfirmProfile):
-    """pass@k for k = 1..n/2 of every arm's end point at the paper's decoding and of the start: per seed and mean."""
-    import pandas as pd
-
-    table = ProblemTable.from_counts(per_problem)
-    w = np.full((1, table.n_problems), 1.0 / table.n_problems)
-    rows = []
-    for key in table.columns:
-        if key[4] == PAPER and (key[0] == "start" or key[3] == prof.rl_steps):
-            for k in range(1, evidence.decision_k(prof.eval_n) + 1):
-                rows.append({"arm": key[0], "seed": key[2], "k": k,
-                             "pass@k": float(table.mean(w, key, f"pass@{k}")[0])})  # fmt: skip
-    return pd.DataFrame(rows)
-
-
-def figure(run: RunDir, prof: ConfirmProfile, per_problem) -> Path:
-    """GRPO's frontier points (mean over seeds) with SetPO and the placebo on it, (pass@1, pass@n/2) at T 0.5."""
-    import matplotlib.pyplot as plt
-    import pandas as pd
-
-    table = ProblemTable.from_counts(per_problem)
-    K = f"pass@{evidence.decision_k(prof.eval_n)}"
-    w = np.full((1, table.n_problems), 1.0 / table.n_problems)
-    pts = pd.DataFrame([{"arm": k[0], "seed": k[2], "step": k[3], "decoding": k[4],
-                         "pass@1": float(table.mean(w, k, "pass@1")[0]), K: float(table.mean(w, k, K)[0])}
-                        for k in table.columns])  # fmt: skip
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    path = pts[(pts.arm == "grpo") & (pts.decoding == PAPER)].groupby("step")[["pass@1", K]].mean()
-    start = pts[pts.arm == "start"]
-    ax.plot([start["pass@1"].iloc[0], *path["pass@1"]], [start[K].iloc[0], *path[K]], "-o", color="C0",
-            label="GRPO: start and checkpoints, T 0.5")  # fmt: skip
-    hot = pts[(pts.arm == "grpo") & (pts.decoding != PAPER)].groupby("decoding")[["pass@1", K]].mean()
-    ax.plot(hot["pass@1"], hot[K], "s", color="C0", mfc="none", label="GRPO end, hotter sampling")
-    for d, r in hot.iterrows():
-        ax.annotate(d.split("_")[0], (r["pass@1"], r[K]), fontsize=7)
-    for arm, c in (("setpo_r0.3", "C1"), ("placebo_r0.3", "C2")):
-        e = pts[(pts.arm == arm) & (pts.decoding == PAPER)]
-        ax.plot(e["pass@1"], e[K], ".", color=c, alpha=0.3)
-        ax.plot(e["pass@1"].mean(), e[K].mean(), "D", color=c, ms=8, label=f"{arm} (seeds, mean)")
-    ax.set_xlabel("pass@1")
-    ax.set_ylabel(K)
-    ax.set_title(f"Countdown, G = {prof.group_sizes[0]}, {prof.seeds} seeds", fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    out = save_figure(fig, run.path / "frontier", pts)
-    plt.close(fig)
-    return out
+def design(prof: ConfirmProfile) -> confirm.Design:
+    return confirm.Design(G=prof.group_sizes[0], rl_steps=prof.rl_steps, n=prof.eval_n, seeds=prof.seeds,
+                          sweep=tuple(confirm.dec_name(T, p) for T, p in prof.sweep))  # fmt: skip
 
 
 def _execute(args: argparse.Namespace, prof: ConfirmProfile, plan: RunPlan) -> int:
@@ -225,14 +116,15 @@ def _execute(args: argparse.Namespace, prof: ConfirmProfile, plan: RunPlan) -> i
     per_problem = per_problem_frame(evals)
     run.write_csv("per_problem.csv.gz", per_problem, compression=evidence.GZIP)
     run.write_csv("results.csv", evidence.results_frame(prof, evals))
-    con = contrasts(per_problem, prof)
+    d = design(prof)
+    con = confirm.contrasts(per_problem, d)
     run.write_csv("contrasts.csv", con)
-    run.write_csv("passk_curve.csv", passk_curve(per_problem, prof))
+    run.write_csv("passk_curve.csv", confirm.passk_curve(per_problem, d))
     setting = (f"Command: `{COMMAND.format(profile=args.profile)}{seeds_option(args)}`. Pre-registered design in the "
                f"module docstring; {prof.seeds} seeds per arm ({prof.first_seed}..{prof.first_seed + prof.seeds - 1}), "
                f"paired by seed; {prof.n_test} test problems x n={prof.eval_n}; TinyZero's reward rule; RL "
                f"{prof.rl_steps} steps x {prof.prompts_per_step} prompts; the shipped start.")  # fmt: skip
-    files = [figure(run, prof, per_problem),
+    files = [confirm.figure(run, per_problem, d, f"Countdown, G = {d.G}, {prof.seeds} seeds"),
              evidence.summary_table(run, con, "Does SetPO help on Countdown? (pre-registered)", setting),
              run.path / "per_problem.csv.gz", run.path / "results.csv", run.path / "contrasts.csv",
              run.path / "passk_curve.csv"]  # fmt: skip

@@ -76,3 +76,13 @@ def test_passk_curve_has_every_k_up_to_half_n_for_every_end_point():
     assert set(curve.k) == set(range(1, N // 2 + 1))
     assert set(curve.arm) == {"start", "grpo", "setpo_r0.3", "placebo_r0.3"}
     assert (curve.groupby(["arm", "seed"])["pass@k"].apply(lambda v: np.all(np.diff(v.to_numpy()) >= 0))).all()
+
+
+def test_countdown_confirm_smoke_profile_runs_the_design_end_to_end(tmp_path):
+    from reproduce import countdown_confirm
+
+    assert countdown_confirm.main(["--profile", "smoke", "--threads", "1", "--out", str(tmp_path / "r")]) == 0
+    con = pd.read_csv(tmp_path / "r" / "contrasts.csv")
+    h = con[con.claim.str.match(r"H[12]: ")]
+    assert len(h) == 2 and set(h.family_size) == {2}
+    assert (tmp_path / "r" / "frontier.png").exists() and (tmp_path / "r" / "passk_curve.csv").exists()
