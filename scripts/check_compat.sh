@@ -51,7 +51,7 @@ if [ "$changed" != "> setpo==$(basename "$wheel" | cut -d- -f2)" ]; then
   exit 1
 fi
 echo "[compat] the wheel installed without changing any package:"
-grep -iE '^(torch|numpy|trl|transformers|accelerate|peft|sentence-transformers|gguf|pandas|pyarrow|datasets|math-verify|matplotlib|seaborn|sympy|hypothesis|nbformat|nbmake|ipykernel)==' <<<"$after" |
+grep -iE '^(torch|numpy|trl|transformers|accelerate|peft|sentence-transformers|gguf|pandas|pyarrow|datasets|math-verify|matplotlib|seaborn|sympy|hypothesis|nbformat|nbmake|ipykernel|tqdm|pyyaml)==' <<<"$after" |
   tr '\n' ' '
 echo
 
