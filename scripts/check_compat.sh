@@ -2,14 +2,19 @@
 # The oldest supported versions, and the built wheel in an environment that already has its own TRL stack:
 #  1. builds the wheel and sdist (scripts/check_wheel.sh: python -m build, twine check --strict);
 #  2. installs the oldest tested set (scripts/compat-oldest.txt: torch, numpy, TRL, transformers, accelerate, peft,
-#     sentence-transformers, gguf) into ${SETPO_OLDEST_VENV:-.venv-oldest}, once per version of that file;
-#  3. installs the wheel (not editable) with the `trl` and `lm` extras there; fails if pip changed any package;
+#     sentence-transformers, gguf and the floors of the plots, eval, theory and notebooks extras) into
+#     ${SETPO_OLDEST_VENV:-.venv-oldest}, once per version of that file;
+#  3. installs the wheel (not editable) with every extra but verl and dev there; fails if pip changed any package;
 #  4. runs `python -m setpo.demo`, one SetPOTrainer step (scripts/wheel_smoke.py) and the core, TRL and SmolLM2
-#     tests, all against the installed wheel (run from outside the working tree / with the venv's own pytest).
+#     tests, all against the installed wheel (run from outside the working tree / with the venv's own pytest);
+#  5. runs the extras' tests against the installed wheel: `python -m theory --quick`, the theory, eval/data and
+#     GAPO-lists (seaborn figures) tests and the notebooks (nbmake), from a directory that holds only theory/ and
+#     reproduce/ (links to the working tree), so `import setpo` is still the wheel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 VENV=${SETPO_OLDEST_VENV:-.venv-oldest}
+case "$VENV" in /*) ;; *) VENV=$root/$VENV ;; esac  # absolute: the tests below run from other directories
 PY=${PYTHON:-python3}
 export SETPO_DIST=${SETPO_DIST:-dist}
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
@@ -35,8 +40,9 @@ fi
 
 "$VENV/bin/python" -m pip uninstall -q -y setpo 2>/dev/null || true
 before=$("$VENV/bin/python" -m pip list --format=freeze)
-echo "[compat] pip install $wheel[trl,lm] into $VENV"
-nice "$VENV/bin/python" -m pip install -q "$wheel[trl,lm]"
+extras=trl,lm,plots,eval,theory,notebooks
+echo "[compat] pip install $wheel[$extras] into $VENV"
+nice "$VENV/bin/python" -m pip install -q "$wheel[$extras]"
 after=$("$VENV/bin/python" -m pip list --format=freeze)
 changed=$(diff <(echo "$before") <(echo "$after") | grep '^[<>]' || true)
 if [ "$changed" != "> setpo==$(basename "$wheel" | cut -d- -f2)" ]; then
@@ -45,14 +51,15 @@ if [ "$changed" != "> setpo==$(basename "$wheel" | cut -d- -f2)" ]; then
   exit 1
 fi
 echo "[compat] the wheel installed without changing any package:"
-grep -iE '^(torch|numpy|trl|transformers|accelerate|peft|sentence-transformers|gguf)==' <<<"$after" | tr '\n' ' '
+grep -iE '^(torch|numpy|trl|transformers|accelerate|peft|sentence-transformers|gguf|pandas|pyarrow|datasets|math-verify|matplotlib|seaborn|sympy|hypothesis|nbformat|nbmake|ipykernel|tqdm|pyyaml)==' <<<"$after" |
+  tr '\n' ' '
 echo
 
 # From outside the working tree, so `import setpo` is the installed wheel.
 cd "$(mktemp -d)"
-"$root/$VENV/bin/python" -m setpo.demo >/dev/null
+"$VENV/bin/python" -m setpo.demo >/dev/null
 echo "[compat] python -m setpo.demo ran"
-nice "$root/$VENV/bin/python" "$root/scripts/wheel_smoke.py"
+nice "$VENV/bin/python" "$root/scripts/wheel_smoke.py"
 cd "$root"
 
 # The venv's own pytest does not put the working tree on sys.path: the tests import the installed wheel.
@@ -64,4 +71,22 @@ nice "$VENV/bin/pytest" -q -n "${SETPO_COMPAT_WORKERS:-2}" -p no:cacheprovider \
   tests/test_shaping.py tests/test_controls.py tests/test_influence.py tests/test_input_errors.py \
   tests/test_embedders.py tests/test_tiny.py tests/test_gapo_reward.py tests/test_pass_at_k.py \
   tests/test_diversity_metrics.py tests/test_pretrained.py tests/test_packaging.py
+
+# The extras' tests import theory/ and reproduce/ from the working tree: run them from a directory holding only
+# links to those two, so the working tree's setpo/ is not on sys.path and `import setpo` stays the wheel.
+echo "[compat] plots, eval, theory and notebooks extras against the installed wheel"
+side=$(mktemp -d)
+ln -s "$root/theory" "$side/theory"
+ln -s "$root/reproduce" "$side/reproduce"
+cd "$side"
+"$VENV/bin/python" -c 'import setpo, sys; sys.exit("/site-packages/" not in setpo.__file__)' ||
+  { echo "[compat] FAIL: setpo is not the installed wheel here" >&2; exit 1; }
+nice "$VENV/bin/python" -m theory --quick --report "$side/theory_report.md" >"$side/theory.log" 2>&1 ||
+  { cat "$side/theory.log" >&2; exit 1; }
+tail -n 3 "$side/theory.log"
+nice "$VENV/bin/python" -m pytest -q -n "${SETPO_COMPAT_WORKERS:-2}" -p no:cacheprovider --nbmake \
+  "$root"/tests/test_theory.py "$root"/tests/test_reproduce_gapo.py "$root"/tests/test_eval_protocol.py \
+  "$root"/tests/test_data_prepare.py "$root"/tests/test_math_eval.py "$root"/tests/test_judge.py \
+  "$root"/tests/test_eval_checkpoint.py "$root"/notebooks
+cd "$root"
 echo "[compat] oldest set passed in $((SECONDS - start)) s"
