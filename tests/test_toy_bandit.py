@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from setpo import cosine_kernel, group_advantages, loo_credits_reference
-from setpo.tasks.toy_bandit import (
+from reproduce.tasks.toy_bandit import (
     BanditConfig,
     bandit_advantages,
     correct_entropy,

@@ -1,0 +1,1 @@
+"""What the experiments share: task code that the installed package does not ship."""
