@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import torch
 
-from setpo.embedders._checks import check_embeddings, check_texts
+from setpo._validate import check_embeddings, check_texts
 
 #: The embedder spec that makes the trainers pool the policy's own hidden states (no separate model to build).
 POLICY_EMBEDDER = "policy"
