@@ -235,6 +235,6 @@ def check_group_tensor(x: Any, name: str, batch: GroupBatch) -> torch.Tensor:
     return t
 
 
-def check_real(value: Any, name: str, *, minimum: float | None = None, strict: bool = False) -> float:
-    """`value` as a finite float (>= or > `minimum`; a one-element tensor is read): a method parameter."""
-    return _check_real(value, name, minimum=minimum, strict=strict, item=True)
+def check_real(value: Any, name: str, **bounds: Any) -> float:
+    """A method parameter as a finite float within `bounds` (`setpo._validate.check_real`'s; tensors are read)."""
+    return _check_real(value, name, item=True, **bounds)
