@@ -23,9 +23,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-
-import setpo
-from setpo.embedders import HashedNgramEmbedder
 import verl_cpu as cpu_support
 from verl_cpu import (
     CONSTANT_REWARD,
@@ -35,6 +32,9 @@ from verl_cpu import (
     cpu_overrides,
     digit_share_reward,
 )
+
+import setpo
+from setpo.embedders import HashedNgramEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent  # holds verl_cpu, which every process of a run imports

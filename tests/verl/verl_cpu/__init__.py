@@ -34,8 +34,8 @@ from typing import Any
 
 import verl
 
-from verl_cpu.platform import PlatformCPU
 from setpo.integrations.verl.version import VERL_VERSION
+from verl_cpu.platform import PlatformCPU
 
 PLUGIN_MODULE = "verl_cpu"
 #: environment of every process of a CPU run (the driver's own and, through Ray's runtime_env, the actors')
