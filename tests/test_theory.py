@@ -39,7 +39,6 @@ from theory import __main__ as cli  # noqa: E402
 from theory.strategies import distributions, dominance_instances, kernels, property_record, shapings  # noqa: E402
 
 
-
 @pytest.mark.parametrize("result", RESULTS, ids=lambda r: r.key)
 def test_result_checks_quick(result):
     """Every check of every result has its expected verdict; identities hold to rounding, symbolic ones exactly."""
