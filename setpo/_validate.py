@@ -103,11 +103,11 @@ def check_choice(value: Any, name: str, choices: Collection[Any], hint: str = ""
     return value
 
 
-def check_str(value: Any, name: str, *, none: bool = False) -> Any:
-    """`value` unless it is not a non-empty (not blank) string (None too with ``none=True``)."""
+def check_str(value: Any, name: str, *, none: bool = False, blank: bool = False) -> Any:
+    """`value` unless it is not a non-empty string, nor blank unless ``blank=True`` (None too with ``none=True``)."""
     if none and value is None:
         return None
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str) or not (value if blank else value.strip()):
         raise ValueError(f"{name} must be a non-empty string, got {value!r}")
     return value
 

@@ -102,7 +102,7 @@ def register_method(
     ``scale`` names the parameter that weights the method's term linearly; ``min_group`` the fewest rows of a group
     it acts on.
     """
-    check_str(name, "method name")
+    check_str(name, "method name", blank=True)
     check_choice(entry, "entry", ENTRIES)
     needs = frozenset(needs)
     bad = sorted(needs - set(INPUT_FIELDS))
