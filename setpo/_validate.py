@@ -103,6 +103,13 @@ def check_choice(value: Any, name: str, choices: Collection[Any], hint: str = ""
     return value
 
 
+def check_callable(value: Any, name: str, what: str = "") -> Any:
+    """`value` unless it is not callable; `what` (e.g. " (texts -> (N, d))") says what it should compute."""
+    if not callable(value):
+        raise ValueError(f"{name} must be callable{what}, got {type(value).__name__}")
+    return value
+
+
 def check_str(value: Any, name: str, *, none: bool = False, blank: bool = False) -> Any:
     """`value` unless it is not a non-empty string, nor blank unless ``blank=True`` (None too with ``none=True``)."""
     if none and value is None:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from setpo._validate import check_embeddings, check_int, check_texts
+from setpo._validate import check_callable, check_embeddings, check_int, check_texts
 
 
 class EmbeddingCache:
@@ -71,8 +71,7 @@ class CachedEmbedder:
     """Wrap any embedder with an :class:`EmbeddingCache` (only for embedders whose output never changes)."""
 
     def __init__(self, embedder: Callable[[Sequence[str]], torch.Tensor], max_size: int = 4096) -> None:
-        if not callable(embedder):
-            raise ValueError(f"embedder must be callable, got {type(embedder).__name__}")
+        check_callable(embedder, "embedder")
         self.embedder = embedder
         self.cache = EmbeddingCache(max_size)
 

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
-from setpo._validate import check_str
+from setpo._validate import check_callable, check_str
 from setpo.embedders.base import Embedder
 from setpo.embedders.hashed import HashedNgramEmbedder
 from setpo.embedders.sentence_transformer import SentenceTransformerEmbedder, offline_minilm
@@ -23,8 +23,7 @@ def register_embedder(name: str, factory: EmbedderFactory | None = None, overwri
     key = name.strip().lower()
 
     def add(fn: EmbedderFactory) -> EmbedderFactory:
-        if not callable(fn):
-            raise ValueError(f"embedder factory for {name!r} must be callable, got {type(fn).__name__}")
+        check_callable(fn, f"embedder factory for {name!r}")
         if key in _EMBEDDERS and not overwrite and _EMBEDDERS[key] is not fn:
             raise ValueError(f"an embedder named {key!r} is already registered; pass overwrite=True to replace it")
         _EMBEDDERS[key] = fn

@@ -11,7 +11,7 @@ from typing import Callable, Collection, Literal, Sequence
 
 import torch
 
-from setpo._validate import check_choice, check_int
+from setpo._validate import check_callable, check_choice, check_int
 
 _PUNCT = re.escape(string.punctuation)
 
@@ -27,8 +27,7 @@ def normalize_answer(text: str | None) -> str:
 
 def checked_normalize(normalize: Callable[[str | None], str]) -> Callable[[str | None], str]:
     """`normalize` wrapped so that a result other than a string raises ValueError instead of being counted."""
-    if not callable(normalize):
-        raise ValueError(f"normalize must be a callable str | None -> str, got {type(normalize).__name__}")
+    check_callable(normalize, "normalize", " (str | None -> str)")
 
     def checked(text: str | None) -> str:
         out = normalize(text)
