@@ -84,8 +84,8 @@ def _plan(profile: str, rest: list[str]) -> tuple[dict[str, list[str]], list[str
     return argvs, notes
 
 
-def _all(profile: str, rest: list[str]) -> int:
-    argvs, notes = _plan(profile, rest)
+def _prepare_all(argvs: dict[str, list[str]]) -> tuple[dict[str, Callable[[], int]], dict[str, str]]:
+    """Each experiment's runner, prepared (options parsed, folders checked) before any starts; failures by name."""
     runners: dict[str, Callable[[], int]] = {}
     bad: dict[str, str] = {}
     for exp, argv in argvs.items():
@@ -96,6 +96,31 @@ def _all(profile: str, rest: list[str]) -> int:
         except Exception as err:  # noqa: BLE001 - reported per experiment, one line each
             bad[exp] = " ".join(str(err).split()) or type(err).__name__
             print(f"{PROG} {exp}: error: {bad[exp]}", file=sys.stderr)
+    return runners, bad
+
+
+def _run_one(exp: str, runner: Callable[[], int]) -> str:
+    """Run one prepared experiment: "ok", "exit N" or "failed: ..." (a failure does not stop the others)."""
+    n_open = len(_OPEN_RUNS)
+    try:
+        rc = int(runner() or 0)
+        return "ok" if rc == 0 else f"exit {rc}"
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as err:  # noqa: BLE001 - one failing experiment must not hide the others
+        if isinstance(err, _user_errors()) and not os.environ.get("SETPO_TRACEBACK"):
+            print(f"{PROG} {exp}: error: {' '.join(str(err).split())}", file=sys.stderr)
+        else:
+            traceback.print_exc()
+        return f"failed: {type(err).__name__}: {' '.join(str(err).split())}"
+    finally:
+        for run in list(_OPEN_RUNS[n_open:]):
+            run.close()
+
+
+def _all(profile: str, rest: list[str]) -> int:
+    argvs, notes = _plan(profile, rest)
+    runners, bad = _prepare_all(argvs)
     if bad:
         print(f"{PROG} {profile}: nothing started; fix: " + "; ".join(f"{k}: {v}" for k, v in bad.items()))
         return 2
@@ -105,21 +130,7 @@ def _all(profile: str, rest: list[str]) -> int:
     for exp, runner in runners.items():
         t0 = time.perf_counter()
         print(f"\n=== reproduce {exp} --profile {profile} ===", flush=True)
-        n_open = len(_OPEN_RUNS)
-        try:
-            rc = int(runner() or 0)
-            results[exp] = "ok" if rc == 0 else f"exit {rc}"
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except Exception as err:  # noqa: BLE001 - one failing experiment must not hide the others
-            if isinstance(err, _user_errors()) and not os.environ.get("SETPO_TRACEBACK"):
-                print(f"{PROG} {exp}: error: {' '.join(str(err).split())}", file=sys.stderr)
-            else:
-                traceback.print_exc()
-            results[exp] = f"failed: {type(err).__name__}: {' '.join(str(err).split())}"
-        finally:
-            for run in list(_OPEN_RUNS[n_open:]):
-                run.close()
+        results[exp] = _run_one(exp, runner)
         print(f"=== {exp}: {results[exp]}, {time.perf_counter() - t0:.0f} s ===", flush=True)
     print("\nsummary: " + "; ".join(f"{k} {v}" for k, v in results.items()))
     failed = [k for k, v in results.items() if v != "ok"]

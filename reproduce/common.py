@@ -165,6 +165,29 @@ def _version_changes(old: dict, now: dict) -> list[str]:
     ]
 
 
+def _delete_listed(path: Path, manifest: dict) -> None:
+    """Delete the files and trees `manifest` lists under `path` (nothing outside it), then its folders once empty."""
+    root = os.path.realpath(path)
+
+    def inside(p: Path) -> bool:
+        return os.path.realpath(p.parent).startswith(root + os.sep) or os.path.realpath(p.parent) == root
+
+    for rel in manifest.get("files", ()):
+        p = path / rel
+        if inside(p) and (p.is_file() or p.is_symlink()):
+            p.unlink()
+    for rel in manifest.get("trees", ()):
+        p = path / rel
+        if inside(p) and p.is_symlink():
+            p.unlink()
+        elif inside(p) and p.is_dir():
+            shutil.rmtree(p)
+    for rel in sorted(manifest.get("dirs", ()), key=lambda r: len(Path(r).parts), reverse=True):
+        p = path / rel
+        if p.is_dir() and not p.is_symlink() and inside(p) and not any(p.iterdir()):
+            p.rmdir()
+
+
 class RunDir:
     """A results folder for one run: `config.json` (config, seed, versions) plus one file per finished step.
 
@@ -304,25 +327,7 @@ class RunDir:
                 "list may hold files of yours; --overwrite deletes nothing there: delete the folder yourself "
                 "(after moving out any file of yours), or choose another --out folder"
             )
-        root = os.path.realpath(self.path)
-
-        def inside(p: Path) -> bool:
-            return os.path.realpath(p.parent).startswith(root + os.sep) or os.path.realpath(p.parent) == root
-
-        for rel in manifest.get("files", ()):
-            p = self.path / rel
-            if inside(p) and (p.is_file() or p.is_symlink()):
-                p.unlink()
-        for rel in manifest.get("trees", ()):
-            p = self.path / rel
-            if inside(p) and p.is_symlink():
-                p.unlink()
-            elif inside(p) and p.is_dir():
-                shutil.rmtree(p)
-        for rel in sorted(manifest.get("dirs", ()), key=lambda r: len(Path(r).parts), reverse=True):
-            p = self.path / rel
-            if p.is_dir() and not p.is_symlink() and inside(p) and not any(p.iterdir()):
-                p.rmdir()
+        _delete_listed(self.path, manifest)
         kept = _walk(self.path)
         if kept:
             print(
@@ -990,12 +995,7 @@ def cli(main: Callable[[list[str]], int], argv: list[str] | None = None, prog: s
     except _user_errors() as err:
         if os.environ.get("SETPO_TRACEBACK"):
             raise
-        msg = " ".join(str(err).split()) or type(err).__name__
-        if type(err).__name__ == "SafetensorError":
-            msg += "; a model file in the run folder is damaged: delete that model's step under steps/ to redo it"
-        if not isinstance(err, (RunExistsError, PublishError, UsageError, OutError)):
-            msg = f"{msg} ({type(err).__name__}; SETPO_TRACEBACK=1 shows where)"
-        print(f"{prog}: error: {msg}", file=sys.stderr, flush=True)
+        print(f"{prog}: error: {_user_error_line(err)}", file=sys.stderr, flush=True)
         return 2
     except (MemoryError, RuntimeError) as err:
         if os.environ.get("SETPO_TRACEBACK") or not _out_of_memory(err):
@@ -1012,6 +1012,16 @@ def cli(main: Callable[[list[str]], int], argv: list[str] | None = None, prog: s
         del _OPEN_RUNS[n_open:]
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _user_error_line(err: BaseException) -> str:
+    """A user error as one line: its text, what to do for a damaged model file, its type unless it is ours."""
+    msg = " ".join(str(err).split()) or type(err).__name__
+    if type(err).__name__ == "SafetensorError":
+        msg += "; a model file in the run folder is damaged: delete that model's step under steps/ to redo it"
+    if not isinstance(err, (RunExistsError, PublishError, UsageError, OutError)):
+        msg = f"{msg} ({type(err).__name__}; SETPO_TRACEBACK=1 shows where)"
+    return msg
 
 
 def _out_of_memory(err: BaseException) -> bool:

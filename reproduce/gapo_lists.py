@@ -142,6 +142,10 @@ class GapoListsConfig:
             raise ValueError(f"unknown method(s) {sorted(unknown)}; choose from {METHODS}")
         if len(set(self.methods)) != len(self.methods):
             raise ValueError(f"methods must be distinct, got {self.methods}; name each once")
+        self._check_sizes()
+
+    def _check_sizes(self) -> None:
+        """Group size, step and sample counts, lambda, and the category counts are in range."""
         if self.num_generations < 3:
             raise ValueError(f"num_generations must be >= 3 (SetPO's leave-one-out credit), got {self.num_generations}")
         for name in ("sft_steps", "rl_steps", "rl_prompts_per_step", "eval_lists", "eval_samples", "open_samples"):

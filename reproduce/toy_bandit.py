@@ -33,7 +33,7 @@ from reproduce.common import (
     experiment_parser,
     save_figure,
 )
-from setpo.tasks.toy_bandit import (
+from reproduce.tasks.toy_bandit import (
     BanditConfig,
     correct_entropy,
     correct_mass,

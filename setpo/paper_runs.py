@@ -8,12 +8,13 @@ Values: spec section 4 table (../shared/spec/setpo-paper.md) and the GAPO summar
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
+
+from setpo._validate import check_int, check_real
 
 Base = Literal["grpo", "gspo", "dapo"]
 BASES: tuple[str, ...] = ("grpo", "gspo", "dapo")
@@ -71,15 +72,9 @@ class PaperRun:
         if self.base is not None and self.base not in BASES:
             raise ValueError(f"{self.name}: base must be one of {BASES} or None, got {self.base!r}")
         for key in ("lam", "lr", "kl", "temperature", "clip_low", "clip_high", "val_temperature", "val_top_p"):
-            v = getattr(self, key)
-            if v is not None and (
-                isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0
-            ):
-                raise ValueError(f"{self.name}: {key} must be a finite number >= 0, got {v!r}")
+            check_real(getattr(self, key), f"{self.name}: {key}", minimum=0, none=True)
         for key in ("epochs", "group_size", "prompts_per_step", "mini_batch", "max_prompt", "max_response"):
-            v = getattr(self, key)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-                raise ValueError(f"{self.name}: {key} must be an integer >= 1, got {v!r}")
+            check_int(getattr(self, key), f"{self.name}: {key}", minimum=1, none=True)
         if self.clip_high is not None and self.clip_low is None:
             raise ValueError(f"{self.name}: clip_high is set but clip_low is not")
         if self.lora is not None:

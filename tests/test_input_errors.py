@@ -204,7 +204,7 @@ def test_a_normaliser_returning_none_is_refused():
 
     with pytest.raises(ValueError, match="normalize must return a string, got NoneType"):
         answer_partition(["a", "b"], 2, normalize=lambda t: None)
-    with pytest.raises(ValueError, match="normalize must be a callable"):
+    with pytest.raises(ValueError, match="normalize must be callable"):
         setpo.gapo_rewards(["a", "b"], [{"a"}], 2, normalize=None)
     upper = setpo.gapo_rewards(["A", "b"], [{"a"}], 2, normalize=lambda t: (t or "").lower())
     assert upper.tolist() == [1.0, -1.0]

@@ -245,9 +245,9 @@ def test_reward_methods_keep_the_reward_dtype():
 def test_passk_bad_k():
     batch = GroupBatch(torch.zeros(1, 4), correct=torch.zeros(1, 4, dtype=torch.bool))
     for k in (5, 0, True, 2.5):
-        with pytest.raises(ValueError, match=r"k must be an integer with 1 <= k <= n \(the group size 4\)"):
+        with pytest.raises(ValueError, match=r"k \(at most the group size n = 4\) must be an integer"):
             get_method("passk")(batch, torch.zeros(1, 4), k=k)
-    with pytest.raises(ValueError, match="eps must be >= 0"):
+    with pytest.raises(ValueError, match="eps must be"):
         get_method("passk")(batch, torch.zeros(1, 4), k=2, eps=-1.0)
 
 
@@ -255,7 +255,7 @@ def test_dqo_bad_input():
     batch = GroupBatch(torch.zeros(1, 3), embeddings=DUP3)
     with pytest.raises(ValueError, match=r"singular .* use ridge > 0"):
         get_method("dqo")(batch, ridge=0.0)
-    with pytest.raises(ValueError, match="ridge must be >= 0"):
+    with pytest.raises(ValueError, match="ridge must be"):
         get_method("dqo")(batch, ridge=-1.0)
     with pytest.raises(ValueError, match="alpha must be a finite number"):
         get_method("dqo")(batch, alpha=float("nan"))
@@ -275,7 +275,7 @@ def test_darling_bad_input():
     R = torch.ones(1, 3)
     with pytest.raises(ValueError, match="unknown partition 'answers'"):
         get_method("darling")(GroupBatch(R, answers=["a", "b", "c"]), partition="answers")
-    with pytest.raises(ValueError, match="threshold must lie in"):
+    with pytest.raises(ValueError, match="threshold"):
         get_method("darling")(GroupBatch(R, embeddings=DUP3), partition="embedding", threshold=1.5)
     with pytest.raises(ValueError, match=r"must return \(B, G\) = \(1, 3\) labels"):
         get_method("darling")(GroupBatch(R), partition=lambda b: torch.zeros(3, dtype=torch.long))
@@ -289,7 +289,7 @@ def test_diver_bad_input():
     with pytest.raises(ValueError, match="G=1 is too small"):
         get_method("diver")(GroupBatch(torch.ones(2, 1), texts=["a", "b"]), correct_only=False)
     batch = GroupBatch(torch.ones(1, 2), texts=["a", "b"], correct=torch.ones(1, 2, dtype=torch.bool))
-    with pytest.raises(ValueError, match="lam must be >= 0"):
+    with pytest.raises(ValueError, match="lam must be"):
         get_method("diver")(batch, lam=-0.1)
     with pytest.raises(ValueError, match="correct_only must be True or False"):
         get_method("diver")(batch, correct_only="yes")
@@ -306,7 +306,7 @@ def test_entropy_bonus_bad_input():
     batch = GroupBatch(torch.zeros(1, 2), token_entropies=H)
     with pytest.raises(ValueError, match="unknown aggregation"):
         get_method("entropy_bonus")(batch, aggregation="sum")
-    with pytest.raises(ValueError, match="coef must be >= 0"):
+    with pytest.raises(ValueError, match="coef must be"):
         get_method("entropy_bonus")(batch, coef=-1.0)
 
 

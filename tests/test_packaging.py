@@ -107,7 +107,7 @@ def test_core_dependencies_are_torch_and_numpy_ranges():
 
 
 # The dev extra's test tools: the oldest set installs the newest of each, so their floors are not tested.
-TEST_TOOLS = {"pytest", "pytest-xdist", "ruff", "scipy", "build", "twine", "packaging"}
+TEST_TOOLS = {"pytest", "pytest-xdist", "jupytext", "ruff", "scipy", "build", "twine", "packaging"}
 # The docs extra's build tools: likewise the newest are installed (CI builds the site in .venv).
 DOCS_TOOLS = {"mkdocs", "mkdocs-material", "mkdocstrings"}
 # Declared without a floor: the notebooks' front end (they run, under nbmake, with ipykernel alone).

@@ -178,10 +178,10 @@ def test_a_table_with_two_lambdas_is_refused(monkeypatch):
     [
         (dict(base="ppo"), "base must be one of"),
         (dict(dataset="mnist"), "unknown dataset 'mnist'"),
-        (dict(lr=-1e-6), "lr must be a finite number >= 0"),
-        (dict(kl=float("nan")), "kl must be a finite number"),
-        (dict(epochs=0), "epochs must be an integer >= 1"),
-        (dict(group_size=2.5), "group_size must be an integer"),
+        (dict(lr=-1e-6), "lr must be"),
+        (dict(kl=float("nan")), "kl must be"),
+        (dict(epochs=0), "epochs must be"),
+        (dict(group_size=2.5), "group_size must be"),
         (dict(clip_low=None, clip_high=0.3), "clip_high is set but clip_low is not"),
     ],
 )

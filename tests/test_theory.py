@@ -7,7 +7,6 @@ import json
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 import sympy as sp
 import torch
@@ -37,10 +36,7 @@ from theory import (  # noqa: E402
     thm_c8_certified_gain,
 )
 from theory import __main__ as cli  # noqa: E402
-from theory.build_notebooks import NOTEBOOKS, build  # noqa: E402
 from theory.strategies import distributions, dominance_instances, kernels, property_record, shapings  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("result", RESULTS, ids=lambda r: r.key)
@@ -381,21 +377,3 @@ def test_cli_rejects_unknown_name():
 def test_report_flags_unexpected():
     bad = thm_4_4_anti_redundancy.check_sign(total=16, shapings=("increasing",))
     assert "!!" in report.text_table([bad])
-
-
-def test_notebooks_match_builder_and_are_committed_executed():
-    for name, nb in build().items():
-        stored = nbformat.read(ROOT / "notebooks" / name, as_version=4)
-        assert [c.source for c in stored.cells] == [c.source for c in nb.cells], (
-            f"notebooks/{name} differs from theory/build_notebooks.py: run python -m theory.build_notebooks"
-        )
-        code = [c for c in stored.cells if c.cell_type == "code"]
-        assert [c.get("execution_count") for c in code] == list(range(1, len(code) + 1)), (
-            f"notebooks/{name} is not stored executed top to bottom: run python -m theory.build_notebooks"
-        )
-        outputs = [o for c in code for o in c.get("outputs", [])]
-        assert not [o for o in outputs if o.output_type == "error"], f"notebooks/{name} stores an error"
-        assert any("image/png" in o.get("data", {}) for o in outputs), f"notebooks/{name} shows no figure"
-        assert str(ROOT) not in nbformat.writes(stored), f"notebooks/{name} stores a path of this machine"
-        assert not any("sys.path.insert" in c.source for c in code), "import the installed setpo, do not shadow it"
-    assert set(NOTEBOOKS) <= {p.name for p in (ROOT / "notebooks").glob("*.ipynb")}

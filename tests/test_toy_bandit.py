@@ -8,8 +8,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from setpo import cosine_kernel, group_advantages, loo_credits_reference
-from setpo.tasks.toy_bandit import (
+from reproduce.tasks.toy_bandit import (
     BanditConfig,
     bandit_advantages,
     correct_entropy,
@@ -20,6 +19,7 @@ from setpo.tasks.toy_bandit import (
     sample_embeddings,
     train_bandit,
 )
+from setpo import cosine_kernel, group_advantages, loo_credits_reference
 
 SMALL = BanditConfig(steps=5, groups_per_step=3, group_size=4)
 

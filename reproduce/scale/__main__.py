@@ -131,6 +131,33 @@ def run_script(s: ScaleSetting, extra: list[str]) -> int:
     return subprocess.run(["bash", "-c", script_text(s), f"{s.name}.sh", *extra]).returncode
 
 
+def _print_estimates() -> None:
+    """Without NAME: every setting's cost estimate as CSV, then the totals and the TRL-only runs."""
+    print(estimates_csv(), end="")
+    total = sum(estimate(s).gpu_hours_all_seeds for s in SETTINGS.values())
+    print(f"# {len(SETTINGS)} settings x {len(SEEDS)} seeds; estimated {total:,.0f} GPU-hours in all")
+    print(f"# assumptions: {ESTIMATE}")
+    disk = {s.model: disk_gb_per_seed(s) for s in SETTINGS.values()}
+    per_model = ", ".join(f"{m.split('/')[-1]} {gb:,.0f} GB" for m, gb in disk.items())
+    total_tb = sum(disk_gb_per_seed(s) for s in SETTINGS.values()) * len(SEEDS) / 1000
+    print(f"# disk per seed at peak (one actor checkpoint kept, a second while saving, the merged model): "
+          f"{per_model}; {total_tb:,.1f} TB for every run folder at once")  # fmt: skip
+    trl_only = [n for n in PAPER_RUNS if n not in {s.run for s in SETTINGS.values()}]
+    print(f"# TRL only (no verl launch; see --trl-yaml): {', '.join(trl_only)}")
+
+
+def _without_name(a: argparse.Namespace, p: argparse.ArgumentParser) -> int:
+    """No NAME: --check validates every setting's configs; otherwise the cost estimates are printed."""
+    if a.print or a.run or a.trl_yaml or a.baseline:
+        p.error("NAME is required with --print, --run, --trl-yaml and --baseline")
+    if a.check:
+        for name, mode in check_all(list(SETTINGS.values())).items():
+            print(f"ok {name} (trainer mode {mode})")
+        return 0
+    _print_estimates()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m reproduce.scale",
@@ -149,24 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.overrides and not a.run:
         p.error(f"extra hydra overrides {a.overrides} are only passed on with --run")
     if a.name is None:
-        if a.print or a.run or a.trl_yaml or a.baseline:
-            p.error("NAME is required with --print, --run, --trl-yaml and --baseline")
-        if a.check:
-            for name, mode in check_all(list(SETTINGS.values())).items():
-                print(f"ok {name} (trainer mode {mode})")
-            return 0
-        print(estimates_csv(), end="")
-        total = sum(estimate(s).gpu_hours_all_seeds for s in SETTINGS.values())
-        print(f"# {len(SETTINGS)} settings x {len(SEEDS)} seeds; estimated {total:,.0f} GPU-hours in all")
-        print(f"# assumptions: {ESTIMATE}")
-        disk = {s.model: disk_gb_per_seed(s) for s in SETTINGS.values()}
-        per_model = ", ".join(f"{m.split('/')[-1]} {gb:,.0f} GB" for m, gb in disk.items())
-        total_tb = sum(disk_gb_per_seed(s) for s in SETTINGS.values()) * len(SEEDS) / 1000
-        print(f"# disk per seed at peak (one actor checkpoint kept, a second while saving, the merged model): "
-              f"{per_model}; {total_tb:,.1f} TB for every run folder at once")  # fmt: skip
-        trl_only = [n for n in PAPER_RUNS if n not in {s.run for s in SETTINGS.values()}]
-        print(f"# TRL only (no verl launch; see --trl-yaml): {', '.join(trl_only)}")
-        return 0
+        return _without_name(a, p)
     try:
         get_run(a.name)
         if a.trl_yaml:

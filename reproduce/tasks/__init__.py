@@ -1,1 +1,2 @@
-"""What experiments share: the tasks (data, prompts, rewards, answer embedders) they train and evaluate on."""
+"""What experiments share: the tasks (data, prompts, rewards, answer embedders) they train and evaluate on, code the
+installed package does not ship."""

@@ -1,31 +1,15 @@
-"""Input validation shared by the core functions: clear errors instead of silent wrong numbers."""
+"""Kernel and group checks of the core functions (the generic ones are in `setpo._validate`)."""
 
 from __future__ import annotations
 
 import torch
 
+from setpo._validate import as_float_tensor, check_finite
+
+__all__ = ["as_float_tensor", "check_finite", "check_group_at_least", "check_kernel_values", "check_square"]
+
 # 16-bit inputs are computed in float32: their own eps (2^-8 for bfloat16) turns credits of order 1e-4 into noise.
 _EPS = {dtype: torch.finfo(dtype).eps for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64)}
-
-
-def as_float_tensor(x, name: str) -> torch.Tensor:
-    """Return `x` as a floating torch tensor (numpy/lists accepted).
-
-    TypeError when `x` is not array-like at all (None, strings, objects); ValueError for integer or complex dtypes.
-    """
-    if isinstance(x, torch.Tensor) and x.is_floating_point():
-        return x
-    if isinstance(x, (str, bytes)) or x is None:
-        raise TypeError(f"{name} must be a floating-point tensor or array, got {type(x).__name__}")
-    try:
-        t = torch.as_tensor(x)
-    except (TypeError, ValueError, RuntimeError) as err:
-        raise TypeError(f"{name} must be a floating-point tensor or array, got {type(x).__name__} ({err})") from None
-    if not torch.is_floating_point(t):
-        if t.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
-            raise ValueError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
-        raise ValueError(f"{name} has unsupported dtype {t.dtype}")
-    return t
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -36,15 +20,6 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
 def _eps(dtype: torch.dtype) -> float:
     eps = _EPS.get(dtype)
     return torch.finfo(dtype).eps if eps is None else eps
-
-
-def check_finite(t: torch.Tensor, name: str) -> None:
-    """Raise ValueError naming `name` if `t` holds NaN or inf."""
-    bad = ~torch.isfinite(t)
-    if bool(bad.any()):
-        n_nan = int(torch.isnan(t).sum())
-        n_inf = int(bad.sum()) - n_nan
-        raise ValueError(f"{name} contains {n_nan} NaN and {n_inf} inf value(s)")
 
 
 def range_tolerance(dtype: torch.dtype) -> float:
@@ -108,7 +83,7 @@ def check_square(K: torch.Tensor, name: str = "kernel") -> int:
     return K.shape[-1]
 
 
-def check_group_size(G: int, minimum: int, what: str) -> None:
+def check_group_at_least(G: int, minimum: int, what: str) -> None:
     """Raise ValueError when a group is too small for `what` to be defined."""
     if G < minimum:
         raise ValueError(

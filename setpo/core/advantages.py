@@ -8,7 +8,10 @@ from typing import Literal
 
 import torch
 
-from setpo.core._checks import as_float_tensor, check_finite, compute_dtype
+from setpo._validate import as_float_tensor, check_choice, check_finite, check_int, check_lambda
+from setpo.core._checks import compute_dtype
+
+__all__ = ["check_lambda", "check_overflow", "group_advantages", "setpo_advantages"]
 
 RewardScale = Literal["group", "batch", "none"]
 
@@ -27,12 +30,10 @@ def group_advantages(rewards, group_size: int, scale: RewardScale = "group", eps
     r = as_float_tensor(rewards, "rewards")
     if r.dim() == 0:
         raise ValueError("rewards must have at least one dimension (..., N)")
-    if isinstance(group_size, bool) or not isinstance(group_size, numbers.Integral) or group_size < 2:
-        raise ValueError(f"group_size must be an integer >= 2 for a group-relative baseline, got {group_size!r}")
+    check_int(group_size, "group_size (a group-relative baseline)", minimum=2, kind=numbers.Integral)
     if r.shape[-1] % group_size != 0:
         raise ValueError(f"number of rewards {r.shape[-1]} is not divisible by group_size {group_size}")
-    if scale not in ("group", "batch", "none"):
-        raise ValueError(f"unknown scale {scale!r}; use 'group', 'batch' or 'none'")
+    check_choice(scale, "scale", ("group", "batch", "none"))
     if not (eps >= 0 and math.isfinite(eps)):
         raise ValueError(f"eps must be finite and >= 0, got {eps}")
     check_finite(r, "rewards")
@@ -60,17 +61,6 @@ def check_overflow(out: torch.Tensor, what: str, *inputs: torch.Tensor) -> None:
         f"{what} overflowed {out.dtype} (largest input magnitude {largest:.3g}, dtype max "
         f"{torch.finfo(out.dtype).max:.3g}): rescale the rewards or pass float64"
     )
-
-
-def check_lambda(lam: object, name: str = "lambda") -> float:
-    """The weight lambda of eq. 6 as a float; ValueError naming `name` unless it is a finite real number >= 0."""
-    if isinstance(lam, torch.Tensor) and lam.numel() == 1:
-        lam = lam.item()
-    if isinstance(lam, bool) or not isinstance(lam, numbers.Real):
-        raise ValueError(f"{name} must be a number >= 0, got {lam!r}")
-    if not (math.isfinite(lam) and lam >= 0):
-        raise ValueError(f"{name} must be finite and >= 0, got {lam!r}")
-    return float(lam)
 
 
 def setpo_advantages(base_advantages, credits, lam: float) -> torch.Tensor:

@@ -5,12 +5,12 @@ Pure torch on flat per-row tensors of one gathered batch; the trainers decide wh
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import torch
 
-from setpo.core._checks import as_float_tensor, check_finite, compute_dtype
+from setpo._validate import as_float_tensor, check_finite, check_int, check_real
+from setpo.core._checks import compute_dtype
 
 
 def _check_group_ids(group_ids) -> torch.Tensor:
@@ -36,8 +36,7 @@ def placebo_permutation(
     of the rows (no such permutation exists then). Returns a (N,) int64 tensor on the CPU.
     """
     gid = _check_group_ids(group_ids)
-    if isinstance(mixing_sweeps, bool) or not isinstance(mixing_sweeps, int) or mixing_sweeps < 0:
-        raise ValueError(f"mixing_sweeps must be an integer >= 0, got {mixing_sweeps!r}")
+    check_int(mixing_sweeps, "mixing_sweeps", minimum=0)
     n = gid.numel()
     if n == 0:
         return torch.zeros(0, dtype=torch.long)
@@ -92,8 +91,7 @@ def ratio_lambda(credits, base_advantages, target: float) -> float | None:
         raise ValueError(f"credits shape {tuple(s.shape)} and base_advantages shape {tuple(a.shape)} differ")
     check_finite(s, "credits")
     check_finite(a, "base_advantages")
-    if isinstance(target, bool) or not isinstance(target, numbers.Real) or not (math.isfinite(target) and target > 0):
-        raise ValueError(f"target ratio must be a finite number > 0, got {target!r}")
+    check_real(target, "target ratio", minimum=0, strict=True, kind=numbers.Real)
     if s.numel() == 0:
         return None
     mean_s = float(s.abs().mean().cpu())
@@ -110,9 +108,8 @@ def credit_noise_floor(dtype: torch.dtype) -> float:
 
 def warmup_factor(step: int, warmup_steps: int) -> float:
     """w(t) = min(1, t / T) for T > 0 warm-up steps (1 when T = 0): the linear warm-up lambda_t = w(t) * lambda."""
-    for name, v in (("step", step), ("warmup_steps", warmup_steps)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
-            raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+    check_int(step, "step", minimum=0, kind=numbers.Integral)
+    check_int(warmup_steps, "warmup_steps", minimum=0, kind=numbers.Integral)
     if warmup_steps == 0:
         return 1.0
     return min(1.0, int(step) / int(warmup_steps))

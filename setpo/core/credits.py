@@ -6,7 +6,8 @@ from typing import Literal
 
 import torch
 
-from setpo.core._checks import as_float_tensor, check_group_size, check_kernel_values, check_square, compute_dtype
+from setpo._validate import as_float_tensor, check_choice, check_int
+from setpo.core._checks import check_group_at_least, check_kernel_values, check_square, compute_dtype
 from setpo.core.diversity import check_finite_output, set_diversity, unchecked_local_mass, unchecked_set_diversity
 from setpo.core.kernels import ZeroNormPolicy, cosine_kernel
 from setpo.core.shaping import Shaping, ShapingSpec, get_shaping
@@ -28,7 +29,7 @@ def loo_credits(K, shaping: ShapingSpec = "neglog1p", on_small_group: SmallGroup
     if on_small_group == "zero" and G < 3:
         check_kernel_values(K)
         return torch.zeros(K.shape[:-1], dtype=K.dtype, device=K.device)
-    check_group_size(G, 3, "the leave-one-out credits")
+    check_group_at_least(G, 3, "the leave-one-out credits")
     g = get_shaping(shaping)
     check_kernel_values(K)
     return _closed_form(K.to(compute_dtype(K.dtype)), g).to(K.dtype)
@@ -36,8 +37,7 @@ def loo_credits(K, shaping: ShapingSpec = "neglog1p", on_small_group: SmallGroup
 
 def check_small_group_policy(policy: object, name: str = "on_small_group") -> None:
     """Raise ValueError naming `name` unless `policy` is a `SmallGroupPolicy` ('raise' or 'zero')."""
-    if policy not in ("raise", "zero"):
-        raise ValueError(f"unknown {name} option {policy!r}; use 'raise' or 'zero'")
+    check_choice(policy, f"{name} option", ("raise", "zero"))
 
 
 def _closed_form(K: torch.Tensor, g: Shaping) -> torch.Tensor:
@@ -72,8 +72,7 @@ def group_credits(
     each group (NaN where G < 3). Computed in at least float32, returned in the embeddings' dtype.
     """
     e = as_float_tensor(embeddings, "embeddings")
-    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
-        raise ValueError(f"group_size must be an integer >= 1, got {group_size!r}")
+    check_int(group_size, "group_size", minimum=1)
     if e.dim() == 2:
         if e.shape[0] % group_size != 0:
             raise ValueError(f"{e.shape[0]} embedding rows are not divisible by the group size {group_size}")
@@ -100,7 +99,7 @@ def loo_credits_reference(K, shaping: ShapingSpec = "neglog1p") -> torch.Tensor:
     """
     K = as_float_tensor(K, "kernel")
     G = check_square(K)
-    check_group_size(G, 3, "the leave-one-out credits")
+    check_group_at_least(G, 3, "the leave-one-out credits")
     g = get_shaping(shaping)
     check_kernel_values(K)
     Kc = K.to(compute_dtype(K.dtype))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from setpo.core._checks import as_float_tensor, check_group_size, check_kernel_values, check_square, compute_dtype
+from setpo._validate import as_float_tensor
+from setpo.core._checks import check_group_at_least, check_kernel_values, check_square, compute_dtype
 from setpo.core.shaping import Shaping, ShapingSpec, get_shaping
 
 
@@ -16,7 +17,7 @@ def validate_kernel(K, minimum: int, what: str) -> tuple[torch.Tensor, int]:
     """
     K = as_float_tensor(K, "kernel")
     G = check_square(K)
-    check_group_size(G, minimum, what)
+    check_group_at_least(G, minimum, what)
     check_kernel_values(K)
     return K, G
 

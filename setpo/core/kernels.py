@@ -6,7 +6,8 @@ from typing import Literal
 
 import torch
 
-from setpo.core._checks import as_float_tensor, check_finite, compute_dtype
+from setpo._validate import as_float_tensor, check_bool, check_choice, check_finite
+from setpo.core._checks import compute_dtype
 
 ZeroNormPolicy = Literal["isolate", "raise"]
 
@@ -40,10 +41,8 @@ def cosine_kernel(
         raise ValueError(f"embeddings must have shape (..., G, d), got {tuple(e.shape)}")
     if e.shape[-1] == 0:
         raise ValueError("embeddings have dimension d=0")
-    if not isinstance(clamp, bool):
-        raise ValueError(f"clamp must be True or False, got {clamp!r}")
-    if on_zero_norm not in ("isolate", "raise"):
-        raise ValueError(f"unknown on_zero_norm option {on_zero_norm!r}; use 'isolate' or 'raise'")
+    check_bool(clamp, "clamp")
+    check_choice(on_zero_norm, "on_zero_norm option", ("isolate", "raise"))
     check_finite(e, "embeddings")
     e = e.to(compute_dtype(e.dtype))
 

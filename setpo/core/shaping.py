@@ -11,6 +11,8 @@ from typing import Callable, Union
 
 import torch
 
+from setpo._validate import check_str
+
 Fn = Callable[[torch.Tensor], torch.Tensor]
 
 
@@ -35,8 +37,7 @@ _REGISTRY: dict[str, Shaping] = {}
 
 def register_shaping(name: str, g: Fn, dg: Fn, d2g: Fn) -> Shaping:
     """Register a shaping function under `name` (refuses to overwrite an existing name)."""
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"shaping name must be a non-empty string, got {name!r}")
+    check_str(name, "shaping name", blank=True)
     if not all(callable(f) for f in (g, dg, d2g)):
         raise ValueError("g, dg and d2g must be callables")
     if name in _REGISTRY:

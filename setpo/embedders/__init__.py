@@ -1,6 +1,6 @@
 """Text embedders for the semantic kernel: a list of N texts in, an (N, d) float32 tensor out."""
 
-from setpo.embedders._checks import check_embeddings, check_texts
+from setpo._validate import check_embeddings, check_texts
 from setpo.embedders.base import Embedder
 from setpo.embedders.cache import CachedEmbedder, EmbeddingCache
 from setpo.embedders.hashed import HashedNgramEmbedder

@@ -7,15 +7,14 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from setpo.embedders._checks import check_embeddings, check_texts
+from setpo._validate import check_callable, check_embeddings, check_int, check_texts
 
 
 class EmbeddingCache:
     """Text -> embedding row (CPU float32), holding at most `max_size` entries (0 disables caching)."""
 
     def __init__(self, max_size: int = 4096) -> None:
-        if not isinstance(max_size, int) or isinstance(max_size, bool) or max_size < 0:
-            raise ValueError(f"cache max_size must be a non-negative int, got {max_size!r}")
+        check_int(max_size, "cache max_size", minimum=0)
         self.max_size = max_size
         self._rows: OrderedDict[str, torch.Tensor] = OrderedDict()
         self.hits = 0
@@ -72,8 +71,7 @@ class CachedEmbedder:
     """Wrap any embedder with an :class:`EmbeddingCache` (only for embedders whose output never changes)."""
 
     def __init__(self, embedder: Callable[[Sequence[str]], torch.Tensor], max_size: int = 4096) -> None:
-        if not callable(embedder):
-            raise ValueError(f"embedder must be callable, got {type(embedder).__name__}")
+        check_callable(embedder, "embedder")
         self.embedder = embedder
         self.cache = EmbeddingCache(max_size)
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from setpo.embedders._checks import check_embeddings, check_texts
+from setpo._validate import check_embeddings, check_int, check_texts
 
 
 def _check_orders(orders, name: str) -> tuple[int, ...]:
@@ -46,10 +46,8 @@ class HashedNgramEmbedder:
         lowercase: bool = False,
         device: str | torch.device | None = None,
     ) -> None:
-        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
-            raise ValueError(f"dim must be a positive int, got {dim!r}")
-        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64:
-            raise ValueError(f"seed must be an int in [0, 2**64), got {seed!r}")
+        check_int(dim, "dim", minimum=1)
+        check_int(seed, "seed", minimum=0, maximum=2**64 - 1)
         self.dim = dim
         self.char_ngrams = _check_orders(char_ngrams, "char_ngrams")
         self.word_ngrams = _check_orders(word_ngrams, "word_ngrams")

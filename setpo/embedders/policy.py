@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import torch
 
-from setpo.embedders._checks import check_embeddings, check_texts
+from setpo._validate import check_callable, check_embeddings, check_texts
 
 #: The embedder spec that makes the trainers pool the policy's own hidden states (no separate model to build).
 POLICY_EMBEDDER = "policy"
@@ -67,8 +67,7 @@ class PolicyHiddenStateEmbedder:
     ) -> None:
         if not isinstance(model, torch.nn.Module):
             raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-        if not callable(tokenizer):
-            raise ValueError(f"tokenizer must be a callable tokenizer, got {type(tokenizer).__name__}")
+        check_callable(tokenizer, "tokenizer", " (a tokenizer)")
         pad = getattr(tokenizer, "pad_token_id", None)
         if pad is None:
             pad = getattr(tokenizer, "eos_token_id", None)

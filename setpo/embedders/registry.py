@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
+from setpo._validate import check_callable, check_str
 from setpo.embedders.base import Embedder
 from setpo.embedders.hashed import HashedNgramEmbedder
 from setpo.embedders.sentence_transformer import SentenceTransformerEmbedder, offline_minilm
@@ -18,13 +19,11 @@ _ORG_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")  # a Hub mode
 
 def register_embedder(name: str, factory: EmbedderFactory | None = None, overwrite: bool = False):
     """Register `factory(**kwargs) -> Embedder` under `name`; usable as ``@register_embedder("name")`` too."""
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"embedder name must be a non-empty string, got {name!r}")
+    check_str(name, "embedder name")
     key = name.strip().lower()
 
     def add(fn: EmbedderFactory) -> EmbedderFactory:
-        if not callable(fn):
-            raise ValueError(f"embedder factory for {name!r} must be callable, got {type(fn).__name__}")
+        check_callable(fn, f"embedder factory for {name!r}")
         if key in _EMBEDDERS and not overwrite and _EMBEDDERS[key] is not fn:
             raise ValueError(f"an embedder named {key!r} is already registered; pass overwrite=True to replace it")
         _EMBEDDERS[key] = fn
@@ -41,8 +40,7 @@ def available_embedders() -> list[str]:
 def check_embedder_spec(spec: str, extra_names: Sequence[str] = ()) -> str:
     """Return `spec` stripped if it is a registered name (or one of `extra_names`), an existing local folder or a
     Hub id of the form "org/name"; otherwise raise ValueError listing the registered names (catches typos early)."""
-    if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"embedder spec must be a non-empty string, got {spec!r}")
+    check_str(spec, "embedder spec")
     name = spec.strip()
     if name.lower() in _EMBEDDERS or name.lower() in {n.lower() for n in extra_names}:
         return name

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from setpo.embedders._checks import check_embeddings, check_texts
+from setpo._validate import check_embeddings, check_int, check_str, check_texts
 from setpo.embedders.cache import EmbeddingCache
 
 #: The embedding model SetPO uses for its kernel (paper Sec. 3 / Sec. 5 setup); one constant, in setpo.paper_runs.
@@ -35,8 +35,7 @@ def _check_name(model_name_or_path: str | os.PathLike) -> str:
     """A local folder that exists, or a string shaped like a Hub id ("org/name" or "name")."""
     if isinstance(model_name_or_path, os.PathLike):
         model_name_or_path = os.fspath(model_name_or_path)
-    if not isinstance(model_name_or_path, str) or not model_name_or_path.strip():
-        raise ValueError(f"model_name_or_path must be a non-empty string or path, got {model_name_or_path!r}")
+    check_str(model_name_or_path, "model_name_or_path")
     name = model_name_or_path.strip()
     path = Path(name).expanduser()
     if path.is_dir():
@@ -74,12 +73,8 @@ class SentenceTransformerEmbedder:
         trust_remote_code: bool = False,
     ) -> None:
         name = _check_name(model_name_or_path)
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        if max_length is not None and (
-            not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1
-        ):
-            raise ValueError(f"max_length must be a positive int or None, got {max_length!r}")
+        check_int(batch_size, "batch_size", minimum=1)
+        check_int(max_length, "max_length", minimum=1, none=True)
         from sentence_transformers import SentenceTransformer
 
         try:

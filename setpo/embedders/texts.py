@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import torch
 
-from setpo.embedders._checks import check_embeddings, check_texts
+from setpo._validate import check_embeddings, check_int, check_texts
 from setpo.embedders.base import Embedder
 
 
@@ -17,8 +17,7 @@ def embed_texts(embedder: Embedder, texts: Sequence[str], batch_size: int = 64) 
     only the distinct texts and equal texts get bit-identical rows.
     """
     texts = check_texts(texts)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1 (an integer), got {batch_size!r}")
+    check_int(batch_size, "batch_size", minimum=1)
     if not texts:
         raise ValueError("no texts to embed")
     index: dict[str, int] = {}

@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _main(argv: list[str]) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True, help="checkpoint folder or Hub id")
     p.add_argument("--data", type=Path, default=None, help="folder written by python -m setpo.data.prepare")
@@ -119,7 +119,45 @@ def _main(argv: list[str]) -> int:
     p.add_argument("--require-boxed", action="store_true", help="score only the last \\boxed{} of each sample")
     p.add_argument("--reported", choices=sorted(REPORTED), default=None, help="paper table to show beside")
     p.add_argument("--overwrite", action="store_true", help="replace results made with other settings")
-    a = p.parse_args(argv)  # fmt: skip
+    return p
+
+
+def _read_rows(a: argparse.Namespace, p: argparse.ArgumentParser) -> dict[str, list]:
+    """The prepared test rows of each benchmark (prepared into ``--out/data`` first when ``--data`` is not given)."""
+    data = a.data
+    if data is None:
+        if a.local_dir is not None and not Path(a.local_dir).is_dir():
+            p.error(f"--local-dir {a.local_dir!r} is not a folder (set by --local-dir or $SETPO_BENCHMARK_DIR)")
+        data = a.out / "data"
+        try:
+            for bench in a.benchmarks:
+                prepare_split(bench, "test", data, a.local_dir, use_hub=not a.no_hub)
+        except (DatasetUnavailableError, FileExistsError, ValueError, OSError) as e:
+            p.exit(2, f"error: preparing the benchmarks into {data}: {e}\n")
+    missing = [b for b in a.benchmarks if not (data / b / "test.parquet").is_file()]
+    if missing:
+        p.error(f"no prepared test.parquet under {data} for: {', '.join(missing)} (run python -m setpo.data.prepare)")
+    try:
+        return {b: read_prepared(data / b / "test.parquet")[: a.limit] for b in a.benchmarks}
+    except (ValueError, OSError) as e:
+        p.exit(2, f"{PROG}: error: {e} (python -m setpo.data.prepare --overwrite writes it again)\n")
+
+
+def _claim_out(a: argparse.Namespace, p: argparse.ArgumentParser, request: dict) -> None:
+    """Refuse the tables of another request, then mark ``--out`` as this request's."""
+    try:
+        _check_tables(a.out, request, a.overwrite)
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / RUN_MARK).write_text(json.dumps({"setpo_run": 2, "command": COMMAND, "request": request}) + "\n")
+    except OutError as e:
+        p.exit(2, f"{PROG}: error: {e}\n")
+    except OSError as e:
+        p.exit(2, f"{PROG}: error: cannot write to --out {a.out}: {e.strerror or e}\n")
+
+
+def _main(argv: list[str]) -> int:
+    p = _parser()
+    a = p.parse_args(argv)
 
     if a.limit is not None and a.limit < 1:
         p.error(f"--limit must be a positive number of problems, got {a.limit}")
@@ -146,31 +184,8 @@ def _main(argv: list[str]) -> int:
         a.out = check_out(a.out, COMMAND, owns=_earlier_eval)
     except OutError as e:
         p.exit(2, f"{PROG}: error: {e}\n")
-    data = a.data
-    if data is None:
-        if a.local_dir is not None and not Path(a.local_dir).is_dir():
-            p.error(f"--local-dir {a.local_dir!r} is not a folder (set by --local-dir or $SETPO_BENCHMARK_DIR)")
-        data = a.out / "data"
-        try:
-            for bench in a.benchmarks:
-                prepare_split(bench, "test", data, a.local_dir, use_hub=not a.no_hub)
-        except (DatasetUnavailableError, FileExistsError, ValueError, OSError) as e:
-            p.exit(2, f"error: preparing the benchmarks into {data}: {e}\n")
-    missing = [b for b in a.benchmarks if not (data / b / "test.parquet").is_file()]
-    if missing:
-        p.error(f"no prepared test.parquet under {data} for: {', '.join(missing)} (run python -m setpo.data.prepare)")
-    try:
-        rows = {b: read_prepared(data / b / "test.parquet")[: a.limit] for b in a.benchmarks}
-    except (ValueError, OSError) as e:
-        p.exit(2, f"{PROG}: error: {e} (python -m setpo.data.prepare --overwrite writes it again)\n")
-    try:  # the tables of another request are not replaced; then this folder is marked as this request's
-        _check_tables(a.out, request, a.overwrite)
-        a.out.mkdir(parents=True, exist_ok=True)
-        (a.out / RUN_MARK).write_text(json.dumps({"setpo_run": 2, "command": COMMAND, "request": request}) + "\n")
-    except OutError as e:
-        p.exit(2, f"{PROG}: error: {e}\n")
-    except OSError as e:
-        p.exit(2, f"{PROG}: error: cannot write to --out {a.out}: {e.strerror or e}\n")
+    rows = _read_rows(a, p)
+    _claim_out(a, p, request)
     model_key = model_fingerprint(a.model)
     try:
         generate = make_generator(a.model, sampling, backend=a.backend)

@@ -16,6 +16,8 @@ from typing import Any, Callable, Literal, Sequence
 
 import torch
 
+from setpo._validate import check_choice
+
 Messages = list[dict[str, str]]
 Generator = Callable[[Sequence[Messages]], list[list[str]]]
 
@@ -182,8 +184,7 @@ def make_generator(
 
     A verl checkpoint (run folder, ``checkpoints``, ``global_step_<N>`` or ``actor``) loads its merged Hugging
     Face model (`setpo.eval.checkpoint.resolve_model`)."""
-    if backend not in ("auto", "vllm", "hf"):
-        raise ValueError(f"unknown backend {backend!r}; use auto, vllm or hf")
+    check_choice(backend, "backend", ("auto", "vllm", "hf"))
     from setpo.eval.checkpoint import resolve_model
 
     model_path = resolve_model(model_path)

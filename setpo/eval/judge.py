@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from setpo._validate import check_str
+
 N_SOLUTIONS = 16
 DEFAULT_MODEL = "gemini-2.5-flash"
 
@@ -58,8 +60,7 @@ def rubric_score(dominant_count: int, n_solutions: int = N_SOLUTIONS) -> int:
 
 def build_judge_prompt(problem: str, solutions: Sequence[str], max_chars: int | None = None) -> str:
     """The judge prompt for one problem and exactly 16 solutions (each optionally cut to its last `max_chars`)."""
-    if not isinstance(problem, str) or not problem.strip():
-        raise ValueError("problem must be a non-empty string")
+    check_str(problem, "problem")
     if len(solutions) != N_SOLUTIONS:
         raise ValueError(f"the judge rates exactly {N_SOLUTIONS} solutions per problem, got {len(solutions)}")
     if max_chars is not None and max_chars < 1:

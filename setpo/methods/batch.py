@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from setpo.core._checks import as_float_tensor, check_finite
+from setpo._validate import as_float_tensor, check_finite, check_int
+from setpo._validate import check_real as _check_real
 
 #: The optional per-rollout inputs a method may declare it needs (the field names of `GroupBatch`).
 INPUT_FIELDS = (
@@ -40,6 +40,70 @@ def _text_rows(values: Any, name: str, n: int, allow_none: bool) -> tuple | None
             kind = "strings (or None for no answer)" if allow_none else "strings"
             raise ValueError(f"{name} must hold {kind}; row {i} is {type(v).__name__}")
     return tuple(values)
+
+
+_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+
+
+def _zero_one_mask(x: Any, name: str, any_dtype: bool) -> torch.Tensor:
+    """`x` as a bool tensor: bool as given, 0/1 values converted (of any dtype, or only float/int ones)."""
+    c = torch.as_tensor(x)
+    if c.dtype == torch.bool:
+        return c
+    if not (any_dtype or c.is_floating_point() or c.dtype in _INT_DTYPES):
+        raise ValueError(f"{name} must be a bool mask, got dtype {c.dtype}")
+    if not bool(((c == 0) | (c == 1)).all()):
+        raise ValueError(f"{name} must be a bool mask (or hold only 0 and 1)")
+    return c != 0
+
+
+def _embeddings(x: Any, bg: tuple[int, int]) -> torch.Tensor | None:
+    if x is None:
+        return None
+    e = as_float_tensor(x, "embeddings")
+    if e.dim() != 3 or tuple(e.shape[:2]) != bg or e.shape[2] < 1:
+        raise ValueError(f"embeddings must have shape (B, G, d) = ({bg[0]}, {bg[1]}, d >= 1), got {tuple(e.shape)}")
+    return check_finite(e, "embeddings")
+
+
+def _valid_sets(vs: Any, B: int) -> tuple | None:
+    if vs is None:
+        return None
+    if isinstance(vs, (str, bytes)) or not isinstance(vs, Sequence) or len(vs) != B:
+        raise ValueError(f"valid_sets must be a sequence of {B} collections of answers, one per prompt")
+    if any(isinstance(v, (str, bytes)) or not isinstance(v, Collection) for v in vs):
+        raise ValueError("valid_sets must hold collections of answers, not bare strings")
+    return tuple(vs)
+
+
+def _correct(x: Any, bg: tuple[int, int]) -> torch.Tensor | None:
+    if x is None:
+        return None
+    c = _zero_one_mask(x, "correct", any_dtype=False)
+    if tuple(c.shape) != bg:
+        raise ValueError(f"correct must have shape (B, G) = {bg}, got {tuple(c.shape)}")
+    return c
+
+
+def _response_mask(x: Any, bg: tuple[int, int], tokens: tuple[tuple[str, Any], ...]) -> torch.Tensor | None:
+    if x is None:
+        return None
+    m = _zero_one_mask(x, "response_mask", any_dtype=True)
+    if m.dim() != 3 or tuple(m.shape[:2]) != bg:
+        raise ValueError(f"response_mask must have shape (B, G, T) = ({bg[0]}, {bg[1]}, T), got {tuple(m.shape)}")
+    for name, t in tokens:
+        if t is not None and t.shape != m.shape:
+            raise ValueError(f"response_mask shape {tuple(m.shape)} differs from {name} {tuple(t.shape)}")
+    return m
+
+
+def _row_mask(x: Any, bg: tuple[int, int]) -> torch.Tensor | None:
+    if x is None:
+        return None
+    k = torch.as_tensor(x)
+    if k.dtype != torch.bool or tuple(k.shape) != bg:
+        raise ValueError(f"mask must be a bool tensor of shape (B, G) = {bg}, got {k.dtype} {tuple(k.shape)}")
+    return k
 
 
 def _token_tensor(x: Any, name: str, bg: tuple[int, int]) -> torch.Tensor | None:
@@ -93,57 +157,19 @@ class GroupBatch:
             t = getattr(self, name)
             if isinstance(t, torch.Tensor) and t.device != r.device:
                 raise ValueError(f"{name} is on {t.device} but rewards are on {r.device}: put the batch on one device")
+        bg = (B, G)
         set_ = object.__setattr__
         set_(self, "rewards", r)
-        if self.embeddings is not None:
-            e = as_float_tensor(self.embeddings, "embeddings")
-            if e.dim() != 3 or tuple(e.shape[:2]) != (B, G) or e.shape[2] < 1:
-                raise ValueError(f"embeddings must have shape (B, G, d) = ({B}, {G}, d >= 1), got {tuple(e.shape)}")
-            check_finite(e, "embeddings")
-            set_(self, "embeddings", e)
+        set_(self, "embeddings", _embeddings(self.embeddings, bg))
         set_(self, "texts", _text_rows(self.texts, "texts", B * G, allow_none=False))
         set_(self, "answers", _text_rows(self.answers, "answers", B * G, allow_none=True))
-        if self.valid_sets is not None:
-            vs = self.valid_sets
-            if isinstance(vs, (str, bytes)) or not isinstance(vs, Sequence) or len(vs) != B:
-                raise ValueError(f"valid_sets must be a sequence of {B} collections of answers, one per prompt")
-            if any(isinstance(v, (str, bytes)) or not isinstance(v, Collection) for v in vs):
-                raise ValueError("valid_sets must hold collections of answers, not bare strings")
-            set_(self, "valid_sets", tuple(vs))
-        if self.correct is not None:
-            c = torch.as_tensor(self.correct)
-            if c.dtype != torch.bool:
-                if c.is_floating_point() or c.dtype in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8):
-                    if not bool(((c == 0) | (c == 1)).all()):
-                        raise ValueError("correct must be a bool mask (or hold only 0 and 1)")
-                    c = c != 0
-                else:
-                    raise ValueError(f"correct must be a bool mask, got dtype {c.dtype}")
-            if tuple(c.shape) != (B, G):
-                raise ValueError(f"correct must have shape (B, G) = ({B}, {G}), got {tuple(c.shape)}")
-            set_(self, "correct", c)
-        set_(self, "token_logprobs", _token_tensor(self.token_logprobs, "token_logprobs", (B, G)))
-        set_(self, "token_entropies", _token_tensor(self.token_entropies, "token_entropies", (B, G)))
-        if self.response_mask is not None:
-            m = torch.as_tensor(self.response_mask)
-            if m.dtype != torch.bool:
-                if not bool(((m == 0) | (m == 1)).all()):
-                    raise ValueError("response_mask must be a bool mask (or hold only 0 and 1)")
-                m = m != 0
-            if m.dim() != 3 or tuple(m.shape[:2]) != (B, G):
-                raise ValueError(f"response_mask must have shape (B, G, T) = ({B}, {G}, T), got {tuple(m.shape)}")
-            for name in ("token_logprobs", "token_entropies"):
-                t = getattr(self, name)
-                if t is not None and t.shape != m.shape:
-                    raise ValueError(f"response_mask shape {tuple(m.shape)} differs from {name} {tuple(t.shape)}")
-            set_(self, "response_mask", m)
-        if self.mask is not None:
-            k = torch.as_tensor(self.mask)
-            if k.dtype != torch.bool or tuple(k.shape) != (B, G):
-                raise ValueError(
-                    f"mask must be a bool tensor of shape (B, G) = ({B}, {G}), got {k.dtype} {tuple(k.shape)}"
-                )
-            set_(self, "mask", k)
+        set_(self, "valid_sets", _valid_sets(self.valid_sets, B))
+        set_(self, "correct", _correct(self.correct, bg))
+        set_(self, "token_logprobs", _token_tensor(self.token_logprobs, "token_logprobs", bg))
+        set_(self, "token_entropies", _token_tensor(self.token_entropies, "token_entropies", bg))
+        tokens = (("token_logprobs", self.token_logprobs), ("token_entropies", self.token_entropies))
+        set_(self, "response_mask", _response_mask(self.response_mask, bg, tokens))
+        set_(self, "mask", _row_mask(self.mask, bg))
 
     @property
     def num_groups(self) -> int:
@@ -172,8 +198,7 @@ class GroupBatch:
     def from_rows(cls, rewards: Any, group_size: int, **fields: Any) -> GroupBatch:
         """Build from flat rows as the engines hold them: rewards (N,), embeddings (N, d), correct (N,),
         token tensors (N, T); N = B * G consecutive groups of `group_size`. Flat sequences pass through."""
-        if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
-            raise ValueError(f"group_size must be an integer >= 1, got {group_size!r}")
+        check_int(group_size, "group_size", minimum=1)
         r = as_float_tensor(rewards, "rewards")
         if r.dim() != 1 or r.shape[0] == 0 or r.shape[0] % group_size != 0:
             raise ValueError(f"rewards must be flat (N,), N a positive multiple of {group_size}, got {tuple(r.shape)}")
@@ -210,12 +235,6 @@ def check_group_tensor(x: Any, name: str, batch: GroupBatch) -> torch.Tensor:
     return t
 
 
-def check_real(value: Any, name: str, *, minimum: float | None = None, strict: bool = False) -> float:
-    """`value` as a finite float (>= or > `minimum`); ValueError naming `name` otherwise."""
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    if minimum is not None and (value <= minimum if strict else value < minimum):
-        raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, got {value!r}")
-    return float(value)
+def check_real(value: Any, name: str, **bounds: Any) -> float:
+    """A method parameter as a finite float within `bounds` (`setpo._validate.check_real`'s; tensors are read)."""
+    return _check_real(value, name, item=True, **bounds)

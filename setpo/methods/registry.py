@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 import torch
 
+from setpo._validate import check_choice, check_int, check_str
 from setpo.methods.batch import INPUT_FIELDS, GroupBatch, check_group_tensor
 
 Entry = Literal["reward", "advantage", "loss"]
@@ -101,18 +102,14 @@ def register_method(
     ``scale`` names the parameter that weights the method's term linearly; ``min_group`` the fewest rows of a group
     it acts on.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"method name must be a non-empty string, got {name!r}")
-    if entry not in ENTRIES:
-        raise ValueError(f"unknown entry {entry!r}; use one of {list(ENTRIES)}")
+    check_str(name, "method name", blank=True)
+    check_choice(entry, "entry", ENTRIES)
     needs = frozenset(needs)
     bad = sorted(needs - set(INPUT_FIELDS))
     if bad:
         raise ValueError(f"unknown GroupBatch field(s) {bad}; fields are {list(INPUT_FIELDS)}")
-    if group_scale not in (None, "group", "none"):
-        raise ValueError(f"unknown group_scale {group_scale!r}; use None, 'group' or 'none'")
-    if isinstance(min_group, bool) or not isinstance(min_group, int) or min_group < 1:
-        raise ValueError(f"min_group must be an integer >= 1, got {min_group!r}")
+    check_choice(group_scale, "group_scale", (None, "group", "none"))
+    check_int(min_group, "min_group", minimum=1)
 
     def decorate(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
         if name in _REGISTRY:
@@ -148,8 +145,8 @@ def register_method(
 
 def available_methods(entry: Entry | None = None) -> list[str]:
     """The registered names (of one entry point, if given), sorted."""
-    if entry is not None and entry not in ENTRIES:
-        raise ValueError(f"unknown entry {entry!r}; use one of {list(ENTRIES)}")
+    if entry is not None:
+        check_choice(entry, "entry", ENTRIES)
     return sorted(n for n, m in _REGISTRY.items() if entry is None or m.entry == entry)
 
 

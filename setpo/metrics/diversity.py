@@ -20,6 +20,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from setpo._validate import check_choice
 from setpo.core._checks import as_float_tensor
 from setpo.core.kernels import cosine_kernel
 from setpo.embedders.base import Embedder
@@ -94,8 +95,7 @@ def item_distribution(
     """
     check_not_bare_string(answers, "answers")
     check_not_bare_string(items, "items")
-    if invalid not in ("drop", "bucket"):
-        raise ValueError(f"unknown invalid policy {invalid!r}; use 'drop' or 'bucket'")
+    check_choice(invalid, "invalid policy", ("drop", "bucket"))
     if len(answers) == 0:
         raise ValueError("no answers given")
     keys = [normalize(v) for v in items]
@@ -211,11 +211,10 @@ def tokenize(text: str, how: Tokenize = "word") -> list[str]:
 
     Lower-casing comes first, so "The" and "the" are one token in every BLEU score here.
     """
+    check_choice(how, "tokenisation", ("word", "char"))
     if how == "word":
         return text.lower().split()
-    if how == "char":
-        return [c for c in text.lower() if not c.isspace()]
-    raise ValueError(f"unknown tokenisation {how!r}; use 'word' or 'char'")
+    return [c for c in text.lower() if not c.isspace()]
 
 
 def ngrams(tokens: Sequence[str], n: int) -> Counter:
@@ -226,8 +225,7 @@ def ngrams(tokens: Sequence[str], n: int) -> Counter:
 def _check_bleu_args(max_n: int, smoothing: str, epsilon: float) -> None:
     if not isinstance(max_n, int) or max_n < 1:
         raise ValueError(f"max_n must be a positive integer, got {max_n!r}")
-    if smoothing not in ("epsilon", "add_one", "none"):
-        raise ValueError(f"unknown smoothing {smoothing!r}; use 'epsilon', 'add_one' or 'none'")
+    check_choice(smoothing, "smoothing", ("epsilon", "add_one", "none"))
     if not epsilon > 0:
         raise ValueError(f"epsilon must be > 0, got {epsilon}")
 

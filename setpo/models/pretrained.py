@@ -14,6 +14,8 @@ from typing import Any
 
 import torch
 
+from setpo._validate import check_choice, check_str
+
 
 @dataclass(frozen=True)
 class PretrainedModel:
@@ -70,8 +72,7 @@ def offline_file(name: str) -> Path | None:
 
 
 def _lookup(name: str) -> PretrainedModel:
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"model name must be a non-empty string, got {name!r}")
+    check_str(name, "model name")
     key = name.strip().lower()
     if key not in _MODELS:
         raise ValueError(f"unknown pretrained model {name!r}; registered: {available_pretrained()}")
@@ -100,8 +101,7 @@ def load_pretrained(
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if source not in ("auto", "offline", "hub"):
-        raise ValueError(f"source must be 'auto', 'offline' or 'hub', got {source!r}")
+    check_choice(source, "source", ("auto", "offline", "hub"))
     path = Path(name_or_path)
     key = str(name_or_path).strip().lower()
     if key not in _MODELS:

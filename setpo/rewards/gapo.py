@@ -11,6 +11,8 @@ from typing import Callable, Collection, Literal, Sequence
 
 import torch
 
+from setpo._validate import check_callable, check_choice, check_int
+
 _PUNCT = re.escape(string.punctuation)
 
 
@@ -25,8 +27,7 @@ def normalize_answer(text: str | None) -> str:
 
 def checked_normalize(normalize: Callable[[str | None], str]) -> Callable[[str | None], str]:
     """`normalize` wrapped so that a result other than a string raises ValueError instead of being counted."""
-    if not callable(normalize):
-        raise ValueError(f"normalize must be a callable str | None -> str, got {type(normalize).__name__}")
+    check_callable(normalize, "normalize", " (str | None -> str)")
 
     def checked(text: str | None) -> str:
         out = normalize(text)
@@ -56,8 +57,7 @@ def gapo_rewards(
     (0 when it is the only valid one), which removes the self-count bias of f as an estimate of the policy's
     probability of that answer. ``normalize`` must return a string (ValueError otherwise).
     """
-    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
-        raise ValueError(f"group_size must be a positive integer, got {group_size!r}")
+    check_int(group_size, "group_size", minimum=1)
     if isinstance(answers, (str, bytes)) or not isinstance(answers, Sequence):
         raise ValueError(f"answers must be a sequence of strings (or None), got {type(answers).__name__}")
     if any(a is not None and not isinstance(a, str) for a in answers):
@@ -70,43 +70,54 @@ def gapo_rewards(
     N = len(answers)
     if N == 0 or N % group_size != 0:
         raise ValueError(f"number of answers {N} must be a positive multiple of group_size {group_size}")
-    if form not in ("published", "absolute"):
-        raise ValueError(f"unknown form {form!r}; use 'published' or 'absolute'")
-    if count not in ("inclusive", "leave_one_out"):
-        raise ValueError(f"unknown count {count!r}; use 'inclusive' or 'leave_one_out'")
-    B = N // group_size
-    if isinstance(valid_sets, str) or any(isinstance(v, str) for v in valid_sets):
-        raise ValueError("valid_sets must hold collections of answers, one per group or row, not bare strings")
-    if len(valid_sets) == N:
-        per_group = [valid_sets[b * group_size] for b in range(B)]
-        for b in range(B):
-            ref = {normalize(v) for v in per_group[b]}
-            for i in range(b * group_size, (b + 1) * group_size):
-                if {normalize(v) for v in valid_sets[i]} != ref:
-                    raise ValueError(f"valid_sets differ within group {b} (row {i})")
-    elif len(valid_sets) == B:
-        per_group = list(valid_sets)
-    else:
-        raise ValueError(f"valid_sets must have one entry per group ({B}) or per row ({N}), got {len(valid_sets)}")
-
+    check_choice(form, "form", ("published", "absolute"))
+    check_choice(count, "count", ("inclusive", "leave_one_out"))
+    per_group = _valid_set_per_group(valid_sets, N, group_size, normalize)
     out = torch.empty(N, dtype=torch.float64)
-    for b in range(B):
-        V = {normalize(v) for v in per_group[b]}
+    for b, valid in enumerate(per_group):
+        V = {normalize(v) for v in valid}
         V.discard("")
         if not V:
             raise ValueError(f"group {b} has an empty valid set")
-        L = len(V)
         norm = [normalize(a) for a in answers[b * group_size : (b + 1) * group_size]]
-        counts = Counter(a for a in norm if a in V)
-        n_valid = sum(counts.values())
-        for j, a in enumerate(norm):
-            if a not in V:
-                out[b * group_size + j] = invalid_reward
-                continue
-            if count == "inclusive":
-                f = counts[a] / n_valid
-            else:
-                f = (counts[a] - 1) / (n_valid - 1) if n_valid > 1 else 0.0
-            gap = f - 1.0 / L
-            out[b * group_size + j] = 1.0 - (abs(gap) if form == "absolute" else gap)
+        rows = _group_rewards(norm, V, form, count, invalid_reward)
+        out[b * group_size : (b + 1) * group_size] = torch.tensor(rows, dtype=torch.float64)
     return out.to(dtype)
+
+
+def _valid_set_per_group(
+    valid_sets: Sequence[Collection[str]], N: int, G: int, normalize: Callable[[str | None], str]
+) -> list[Collection[str]]:
+    """One valid set per group, from one per group or one per row (then equal within each group)."""
+    B = N // G
+    if isinstance(valid_sets, str) or any(isinstance(v, str) for v in valid_sets):
+        raise ValueError("valid_sets must hold collections of answers, one per group or row, not bare strings")
+    if len(valid_sets) == B and len(valid_sets) != N:
+        return list(valid_sets)
+    if len(valid_sets) != N:
+        raise ValueError(f"valid_sets must have one entry per group ({B}) or per row ({N}), got {len(valid_sets)}")
+    per_group = [valid_sets[b * G] for b in range(B)]
+    for b in range(B):
+        ref = {normalize(v) for v in per_group[b]}
+        for i in range(b * G, (b + 1) * G):
+            if {normalize(v) for v in valid_sets[i]} != ref:
+                raise ValueError(f"valid_sets differ within group {b} (row {i})")
+    return per_group
+
+
+def _group_rewards(norm: list[str], V: set[str], form: str, count: str, invalid_reward: float) -> list[float]:
+    """GAPO eq. 3 for one group's normalised answers against its valid set V."""
+    counts = Counter(a for a in norm if a in V)
+    n_valid = sum(counts.values())
+    out = []
+    for a in norm:
+        if a not in V:
+            out.append(invalid_reward)
+            continue
+        if count == "inclusive":
+            f = counts[a] / n_valid
+        else:
+            f = (counts[a] - 1) / (n_valid - 1) if n_valid > 1 else 0.0
+        gap = f - 1.0 / len(V)
+        out.append(1.0 - (abs(gap) if form == "absolute" else gap))
+    return out

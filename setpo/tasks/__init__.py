@@ -2,6 +2,5 @@
 
 * `math`: problems with one final answer (GSM8K, MATH, AIME, ...), checked with math-verify;
 * `countdown`: Countdown (TinyZero), with its Table 3 diversity metric;
-* `list_selection`: GAPO's list-selection task;
-* `toy_bandit`: a bandit over a fixed answer set.
+* `list_selection`: GAPO's list-selection task.
 """

@@ -18,6 +18,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from setpo._validate import check_choice
 from setpo.rewards.gapo import normalize_answer
 
 # Built-in vocabulary: lowercase ASCII words, each in exactly one category, >= 20 per category.
@@ -312,8 +313,7 @@ def biased_choice(items: Sequence[str], rng: random.Random, bias: BiasKind, stre
     """The SFT teacher's pick: with probability ``strength`` the first / favourite (lowest rank) item, else uniform."""
     if not items:
         raise ValueError("cannot choose from an empty list")
-    if bias not in ("first", "favourite", "uniform"):
-        raise ValueError(f"unknown bias {bias!r}; use 'first', 'favourite' or 'uniform'")
+    check_choice(bias, "bias", ("first", "favourite", "uniform"))
     if not 0.0 <= strength <= 1.0:
         raise ValueError(f"bias strength must be in [0, 1], got {strength}")
     if bias != "uniform" and rng.random() < strength:

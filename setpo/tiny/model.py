@@ -22,6 +22,7 @@ from transformers import (
     Qwen2Config,
 )
 
+from setpo._validate import check_int
 from setpo.tiny.tokenizer import build_char_tokenizer
 
 Family = Literal["qwen2", "llama"]
@@ -46,9 +47,7 @@ class TinyModelConfig:
         if self.family not in FAMILIES:
             raise ValueError(f"unknown model family {self.family!r}; choose one of {sorted(FAMILIES)}")
         for name in ("hidden_size", "num_layers", "num_heads", "max_position_embeddings"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            check_int(getattr(self, name), name, minimum=1)
         if self.hidden_size % self.num_heads:
             raise ValueError(f"hidden_size={self.hidden_size} is not divisible by num_heads={self.num_heads}")
         kv = self.num_heads if self.num_kv_heads is None else self.num_kv_heads

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
+from setpo._validate import check_choice, check_str
+
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
 
@@ -36,10 +38,8 @@ def build_char_tokenizer(
     generation with a decoder-only model needs.
     """
     alphabet = DEFAULT_ALPHABET if alphabet is None else alphabet
-    if not isinstance(alphabet, str) or not alphabet:
-        raise ValueError(f"alphabet must be a non-empty string, got {alphabet!r}")
-    if padding_side not in ("left", "right"):
-        raise ValueError(f"padding_side must be 'left' or 'right', got {padding_side!r}")
+    check_str(alphabet, "alphabet", blank=True)
+    check_choice(padding_side, "padding_side", ("left", "right"))
     if isinstance(extra_tokens, str):
         raise ValueError("extra_tokens must be a sequence of strings, not a single string")
     extra = list(extra_tokens)

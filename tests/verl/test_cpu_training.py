@@ -1,4 +1,4 @@
-"""A real verl 0.9.1 training run on CPU: ``python -m setpo.integrations.verl`` with ``setpo.integrations.verl.cpu``.
+"""A real verl 0.9.1 training run on CPU: ``python -m setpo.integrations.verl`` with ``tests/verl/verl_cpu``.
 
 Each run trains a ``setpo.tiny`` Llama model for 2 GRPO steps (2 prompts x 4 samples) with verl's own
 trainer, FSDP2 engine, agent loop, TransferQueue and reward loop; generation runs in the ``hf`` rollout with the
@@ -23,11 +23,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-
-import setpo
-import setpo.integrations.verl.cpu as cpu_support
-from setpo.embedders import HashedNgramEmbedder
-from setpo.integrations.verl.cpu import (
+import verl_cpu as cpu_support
+from verl_cpu import (
     CONSTANT_REWARD,
     CPU_ENV,
     DUMP_ENV,
@@ -36,7 +33,11 @@ from setpo.integrations.verl.cpu import (
     digit_share_reward,
 )
 
+import setpo
+from setpo.embedders import HashedNgramEmbedder
+
 ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent  # holds verl_cpu, which every process of a run imports
 LAMBDA = 0.1
 STEPS = 2
 N_SAMPLES = 4
@@ -92,6 +93,7 @@ def run_verl(
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p),
     }
     overrides = [
         *cpu_overrides(n_workers, dynamic_bsz=dynamic_bsz),
@@ -112,7 +114,7 @@ def run_verl(
         "actor_rollout_ref.actor.optim.lr=1e-2",
         "algorithm.use_kl_in_reward=false",
         "algorithm.adv_estimator=grpo",
-        "reward.custom_reward_function.path=pkg://setpo.integrations.verl.cpu",
+        "reward.custom_reward_function.path=pkg://verl_cpu",
         "reward.custom_reward_function.name=digit_share_reward",
         f"trainer.total_training_steps={STEPS}",
         "trainer.val_before_train=false",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -15,8 +14,8 @@ from typing import Any
 import yaml
 from trl import GRPOConfig, TrlParser
 
+from setpo._validate import check_bool, check_choice, check_int, check_lambda, check_real
 from setpo.core import available_shapings
-from setpo.core.advantages import check_lambda
 from setpo.embedders import POLICY_EMBEDDER, check_embedder_spec, is_policy_embedder
 from setpo.integrations.trl.presets import available_presets, get_preset
 from setpo.methods import Method, get_method
@@ -36,7 +35,7 @@ METHOD_FIELDS: dict[str, tuple[str, str]] = {
 CONTROLS = {"setpo_target_ratio": None, "setpo_lambda_warmup_steps": 0, "setpo_placebo": False}
 
 
-def check_group_size(G: Any, name: str, method: Method) -> None:
+def check_num_generations(G: Any, name: str, method: Method) -> None:
     """Raise unless G >= the method's ``min_group`` (SetPO: 3; training only, evaluation gives smaller groups A_bar)."""
     if G is not None and (isinstance(G, bool) or not isinstance(G, int) or G < method.min_group):
         raise ValueError(
@@ -179,13 +178,8 @@ class SetPOConfig(GRPOConfig):
             return True
         return self.method_params[method.scale] > 0
 
-    def _validate_method(self) -> None:
-        """Check ``diversity_method``, its kwargs and fields against the registry and this config (clear errors)."""
-        name = self.diversity_method
-        try:
-            method = get_method(name)
-        except ValueError as err:
-            raise ValueError(f"diversity_method: {err}") from None
+    def _method_kwargs(self) -> dict[str, Any]:
+        """``diversity_method_kwargs`` as a dict (a JSON string is parsed, None is empty)."""
         kwargs = self.diversity_method_kwargs
         if isinstance(kwargs, str):
             try:
@@ -196,7 +190,10 @@ class SetPOConfig(GRPOConfig):
             kwargs = {}
         if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
             raise ValueError(f"diversity_method_kwargs must map parameter names to values, got {kwargs!r}")
-        self.diversity_method_kwargs = dict(kwargs)
+        return dict(kwargs)
+
+    def _check_method_fields(self, name: str, kwargs: Mapping[str, Any]) -> None:
+        """Each set ``METHOD_FIELDS`` field belongs to the method run and is not also in its kwargs."""
         for f, (owner, param) in METHOD_FIELDS.items():
             if getattr(self, f) is None:
                 continue
@@ -209,6 +206,16 @@ class SetPOConfig(GRPOConfig):
                 raise ValueError(
                     f"{f} and diversity_method_kwargs[{param!r}] give the same parameter of {name!r}: give it once"
                 )
+
+    def _validate_method(self) -> None:
+        """Check ``diversity_method``, its kwargs and fields against the registry and this config (clear errors)."""
+        name = self.diversity_method
+        try:
+            method = get_method(name)
+        except ValueError as err:
+            raise ValueError(f"diversity_method: {err}") from None
+        self.diversity_method_kwargs = self._method_kwargs()
+        self._check_method_fields(name, self.diversity_method_kwargs)
         try:
             params = self.method_params
             method.required_inputs(**params)
@@ -223,14 +230,13 @@ class SetPOConfig(GRPOConfig):
                     f"{used} act on the advantage term A - A_bar, which diversity_method={name!r} (a loss term) "
                     "does not change; unset them"
                 )
-        if self.diversity_answer_extractor not in ANSWER_EXTRACTORS:
-            raise ValueError(
-                f"unknown diversity_answer_extractor {self.diversity_answer_extractor!r}; use one of "
-                f"{sorted(ANSWER_EXTRACTORS)} or SetPOTrainer(answer_extractor=fn)"
-            )
-        t = self.diversity_correct_threshold
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
-            raise ValueError(f"diversity_correct_threshold must be a finite number, got {t!r}")
+        check_choice(
+            self.diversity_answer_extractor,
+            "diversity_answer_extractor",
+            sorted(ANSWER_EXTRACTORS),
+            " or SetPOTrainer(answer_extractor=fn)",
+        )
+        check_real(self.diversity_correct_threshold, "diversity_correct_threshold")
         G = self.num_generations
         if "k" in params and G is not None and not (isinstance(params["k"], int) and 1 <= params["k"] <= G):
             raise ValueError(
@@ -268,24 +274,19 @@ class SetPOConfig(GRPOConfig):
     def _validate_setpo(self) -> None:
         if self.setpo_lambda is not None:
             self.setpo_lambda = check_lambda(self.setpo_lambda, "setpo_lambda")
-        ratio = self.setpo_target_ratio
-        if ratio is not None:
-            if (
-                isinstance(ratio, bool)
-                or not isinstance(ratio, (int, float))
-                or not (math.isfinite(ratio) and ratio > 0)
-            ):
-                raise ValueError(f"setpo_target_ratio must be None or a finite number > 0, got {ratio!r}")
-            self.setpo_target_ratio = float(ratio)
-        W = self.setpo_lambda_warmup_steps
-        if isinstance(W, bool) or not isinstance(W, int) or W < 0:
-            raise ValueError(f"setpo_lambda_warmup_steps must be an integer >= 0, got {W!r}")
-        if not isinstance(self.setpo_placebo, bool):
-            raise ValueError(f"setpo_placebo must be True or False, got {self.setpo_placebo!r}")
-        if self.setpo_shaping is not None and self.setpo_shaping not in available_shapings():
-            raise ValueError(f"unknown setpo_shaping {self.setpo_shaping!r}; available: {available_shapings()}")
-        if self.setpo_kernel_clamp is not None and not isinstance(self.setpo_kernel_clamp, bool):
-            raise ValueError(f"setpo_kernel_clamp must be None, True or False, got {self.setpo_kernel_clamp!r}")
+        ratio = check_real(self.setpo_target_ratio, "setpo_target_ratio", minimum=0, strict=True, none=True)
+        self.setpo_target_ratio = ratio
+        check_int(self.setpo_lambda_warmup_steps, "setpo_lambda_warmup_steps", minimum=0)
+        check_bool(self.setpo_placebo, "setpo_placebo")
+        if self.setpo_shaping is not None:
+            check_choice(self.setpo_shaping, "setpo_shaping", available_shapings())
+        check_bool(self.setpo_kernel_clamp, "setpo_kernel_clamp", none=True)
+        self._validate_embedding()
+        self._validate_method()
+        if self.method_enabled:
+            check_num_generations(self.num_generations, "num_generations", self.method)
+
+    def _validate_embedding(self) -> None:
         if not isinstance(self.setpo_embedder, str) or not self.setpo_embedder.strip():
             raise ValueError(
                 "setpo_embedder must be a non-empty spec string ('hashed', 'minilm', 'policy', a model name or "
@@ -295,23 +296,15 @@ class SetPOConfig(GRPOConfig):
             check_embedder_spec(self.setpo_embedder, extra_names=(POLICY_EMBEDDER,))
         except ValueError as err:
             raise ValueError(f"setpo_embedder: {err}") from None
-        if self.setpo_embed_field not in EMBED_FIELDS:
-            raise ValueError(f"unknown setpo_embed_field {self.setpo_embed_field!r}; use one of {EMBED_FIELDS}")
+        check_choice(self.setpo_embed_field, "setpo_embed_field", EMBED_FIELDS)
         if is_policy_embedder(self.setpo_embedder) and self.setpo_embed_field != "completion":
             raise ValueError(
                 "setpo_embedder='policy' pools the policy's hidden states over the completion tokens only; "
                 "setpo_embed_field='prompt+completion' needs a text embedder"
             )
-        for name in ("setpo_embed_batch_size", "setpo_policy_chunk_tokens"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not (isinstance(v, int) and v >= 1):
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-        L = self.setpo_embed_max_length
-        if L is not None and (isinstance(L, bool) or not isinstance(L, int) or L < 1):
-            raise ValueError(f"setpo_embed_max_length must be None or an integer >= 1, got {L!r}")
-        self._validate_method()
-        if self.method_enabled:
-            check_group_size(self.num_generations, "num_generations", self.method)
+        check_int(self.setpo_embed_batch_size, "setpo_embed_batch_size", minimum=1)
+        check_int(self.setpo_policy_chunk_tokens, "setpo_policy_chunk_tokens", minimum=1)
+        check_int(self.setpo_embed_max_length, "setpo_embed_max_length", minimum=1, none=True)
 
     @staticmethod
     def available_presets() -> list[str]:

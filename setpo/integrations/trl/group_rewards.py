@@ -17,6 +17,7 @@ from typing import Any, Callable, Collection, Literal, Sequence
 import torch
 from accelerate.utils import broadcast_object_list, gather_object
 
+from setpo._validate import check_callable
 from setpo.rewards import gapo_rewards, normalize_answer
 
 _NOT_REWARD_COLUMNS = ("prompt", "completion", "completion_ids")
@@ -47,8 +48,7 @@ class GroupRewardFunction:
     """
 
     def __init__(self, fn: Callable[..., Sequence[float | None]], name: str | None = None):
-        if not callable(fn):
-            raise ValueError(f"fn must be callable, got {type(fn).__name__}")
+        check_callable(fn, "fn")
         self.fn = fn
         self.__name__ = name or getattr(fn, "__name__", type(fn).__name__)
 
@@ -89,8 +89,7 @@ def gapo_reward_func(
     ``answer_extractor`` maps a completion's text to its answer (None: no answer); the dataset column
     ``valid_set_key`` holds each row's collection of valid answers V.
     """
-    if not callable(answer_extractor):
-        raise ValueError("answer_extractor must be callable (completion text -> answer or None)")
+    check_callable(answer_extractor, "answer_extractor", " (completion text -> answer or None)")
 
     def gapo(prompts, completions, group_size, **kwargs) -> list[float]:
         if valid_set_key not in kwargs:

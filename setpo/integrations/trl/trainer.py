@@ -14,7 +14,7 @@ from trl.trainer.utils import nanstd
 
 from setpo.core.controls import controlled_advantages, placebo_permutation, warmup_factor
 from setpo.embedders import Embedder, embed_texts, is_policy_embedder
-from setpo.integrations.trl.config import ANSWER_EXTRACTORS, CONTROLS, SetPOConfig, check_group_size
+from setpo.integrations.trl.config import ANSWER_EXTRACTORS, CONTROLS, SetPOConfig, check_num_generations
 from setpo.integrations.trl.embedding import build_text_embedder, texts_for_embedding
 from setpo.integrations.trl.group_rewards import GroupRewardScoring, completion_text
 from setpo.integrations.trl.policy_reuse import PolicyHiddenReuse
@@ -148,7 +148,7 @@ class SetPOTrainer(PolicyHiddenReuse, GroupRewardScoring, GRPOTrainer):
         G = self.num_generations if mode == "train" else self.num_generations_eval
         if G < self.args.method.min_group:
             if mode == "train":  # the weight was raised after construction
-                check_group_size(G, "num_generations", self.args.method)
+                check_num_generations(G, "num_generations", self.args.method)
             return output  # evaluation with too small groups: A_bar is kept
         if rows is None or self._rewards_per_func is None:
             raise RuntimeError("completions of this batch were not recorded (the reward pass did not run)")

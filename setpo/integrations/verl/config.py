@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-from setpo.core.advantages import check_lambda
+from setpo._validate import check_bool, check_choice, check_int, check_lambda, check_real, check_str
 from setpo.core.credits import SmallGroupPolicy, check_small_group_policy
 from setpo.core.shaping import get_shaping
 from setpo.methods import Method, get_method
@@ -83,34 +82,19 @@ class SetPOVerlConfig:
         if self.shaping is not None:
             get_shaping(self.shaping)  # raises ValueError on an unknown name
         self._check_method()
-        if not isinstance(self.embedder, str) or not self.embedder.strip():
-            raise ValueError(f"setpo.embedder must be a non-empty string, got {self.embedder!r}")
-        if self.embed_device not in ("cpu", "cuda"):
-            raise ValueError(f"setpo.embed_device must be 'cpu' or 'cuda', got {self.embed_device!r}")
-        if self.embed_dtype not in ("float32", "bfloat16", "float16"):
-            raise ValueError(f"setpo.embed_dtype must be float32, bfloat16 or float16, got {self.embed_dtype!r}")
+        check_str(self.embedder, "setpo.embedder")
+        check_choice(self.embed_device, "setpo.embed_device", ("cpu", "cuda"))
+        check_choice(self.embed_dtype, "setpo.embed_dtype", ("float32", "bfloat16", "float16"))
         if not isinstance(self.embedder_kwargs, Mapping):
             raise ValueError(f"setpo.embedder_kwargs must be a mapping, got {type(self.embedder_kwargs).__name__}")
         check_small_group_policy(self.small_group, "setpo.small_group")
-        if not isinstance(self.skip_special_tokens, bool):
-            raise ValueError(f"setpo.skip_special_tokens must be a bool, got {self.skip_special_tokens!r}")
-        r = self.target_ratio
-        if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r <= 0):
-            raise ValueError(f"setpo.target_ratio must be None or a finite number > 0, got {r!r}")
-        if not isinstance(self.placebo, bool):
-            raise ValueError(f"setpo.placebo must be a bool, got {self.placebo!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ValueError(f"setpo.seed must be an integer, got {self.seed!r}")
+        check_bool(self.skip_special_tokens, "setpo.skip_special_tokens")
+        check_real(self.target_ratio, "setpo.target_ratio", minimum=0, strict=True, none=True)
+        check_bool(self.placebo, "setpo.placebo")
+        check_int(self.seed, "setpo.seed")
 
-    def _check_method(self) -> None:
-        try:
-            method = get_method(self.method)
-        except ValueError as err:
-            raise ValueError(f"setpo.method: {err}") from None
-        if not isinstance(self.method_kwargs, Mapping) or not all(isinstance(k, str) for k in self.method_kwargs):
-            raise ValueError(f"setpo.method_kwargs must map parameter names to values, got {self.method_kwargs!r}")
-        if self.method in REFUSED_METHODS:
-            raise ValueError(f"setpo.method={self.method} is not run by the verl hook: {REFUSED_METHODS[self.method]}")
+    def _check_method_keys(self) -> None:
+        """Each set ``METHOD_KEYS`` key belongs to the method run and is not also in its kwargs."""
         for key, (owner, param) in METHOD_KEYS.items():
             if getattr(self, key) is None:
                 continue
@@ -122,6 +106,17 @@ class SetPOVerlConfig:
                 )
             if param in self.method_kwargs:
                 raise ValueError(f"setpo.{name} and setpo.method_kwargs.{param} give the same parameter: give it once")
+
+    def _check_method(self) -> None:
+        try:
+            method = get_method(self.method)
+        except ValueError as err:
+            raise ValueError(f"setpo.method: {err}") from None
+        if not isinstance(self.method_kwargs, Mapping) or not all(isinstance(k, str) for k in self.method_kwargs):
+            raise ValueError(f"setpo.method_kwargs must map parameter names to values, got {self.method_kwargs!r}")
+        if self.method in REFUSED_METHODS:
+            raise ValueError(f"setpo.method={self.method} is not run by the verl hook: {REFUSED_METHODS[self.method]}")
+        self._check_method_keys()
         try:
             method.required_inputs(**self.method_params)
         except ValueError as err:
@@ -134,13 +129,8 @@ class SetPOVerlConfig:
                 f"setpo.{used} act on the method's term A - A_bar after verl's advantage step; setpo.method="
                 f"{self.method} changes the scores before it, where the hook has no A_bar to compare with"
             )
-        if self.answer_extractor not in ANSWER_EXTRACTORS:
-            raise ValueError(
-                f"unknown setpo.answer_extractor {self.answer_extractor!r}; use one of {sorted(ANSWER_EXTRACTORS)}"
-            )
-        t = self.correct_threshold
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
-            raise ValueError(f"setpo.correct_threshold must be a finite number, got {t!r}")
+        check_choice(self.answer_extractor, "setpo.answer_extractor", sorted(ANSWER_EXTRACTORS))
+        check_real(self.correct_threshold, "setpo.correct_threshold")
 
     @property
     def diversity_method(self) -> Method:

@@ -118,16 +118,7 @@ def method_by_uid(
     method = cfg.diversity_method
     params = cfg.method_params if params is None else params
     needs = method.required_inputs(**params)
-    by_size: dict[int, list[np.ndarray]] = {}
-    for rows in group_rows_by_uid(uids):
-        if len(rows) < method.min_group:
-            if cfg.small_group == "raise":
-                raise ValueError(
-                    f"uid group {uids[rows[0]]!r} has {len(rows)} rollout(s); setpo.method={cfg.method} needs at "
-                    f"least {method.min_group} (set setpo.small_group=zero to keep A_bar for such groups)"
-                )
-            continue
-        by_size.setdefault(len(rows), []).append(rows)
+    by_size = _groups_by_size(cfg, uids)
     if params.get("scope") == "batch" and len(by_size) > 1:
         raise ValueError(f"{cfg.method} with scope='batch' needs uid groups of one size, got sizes {sorted(by_size)}")
     out = (scores if base is None else base).double().clone()
@@ -137,17 +128,41 @@ def method_by_uid(
     emb = embed(texts) if "embeddings" in needs else None
     for size, gs in by_size.items():
         idx = np.concatenate(gs)
-        fields: dict[str, Any] = {}
-        if "texts" in needs:
-            fields["texts"] = [texts[i] for i in idx]
-        if "answers" in needs:
-            fields["answers"] = [ANSWER_EXTRACTORS[cfg.answer_extractor](texts[i]) for i in idx]
-        if emb is not None:
-            fields["embeddings"] = emb[torch.as_tensor(idx)]
-        if "correct" in needs:
-            fields["correct"] = scores[torch.as_tensor(idx)] > cfg.correct_threshold
+        fields = _batch_fields(cfg, needs, idx, scores, texts, emb)
         batch = GroupBatch.from_rows(scores[torch.as_tensor(idx)].double(), size, **fields)
         adv = None if base is None else base[torch.as_tensor(idx)].double().view(-1, size)
         out[torch.as_tensor(idx)] = method(batch, adv, **params).reshape(-1).double()
         acting[torch.as_tensor(idx)] = True
     return out, acting
+
+
+def _groups_by_size(cfg: SetPOVerlConfig, uids: list) -> dict[int, list[np.ndarray]]:
+    """The uid groups' rows by group size, groups under the method's ``min_group`` left out (or refused)."""
+    min_group = cfg.diversity_method.min_group
+    by_size: dict[int, list[np.ndarray]] = {}
+    for rows in group_rows_by_uid(uids):
+        if len(rows) < min_group:
+            if cfg.small_group == "raise":
+                raise ValueError(
+                    f"uid group {uids[rows[0]]!r} has {len(rows)} rollout(s); setpo.method={cfg.method} needs at "
+                    f"least {min_group} (set setpo.small_group=zero to keep A_bar for such groups)"
+                )
+            continue
+        by_size.setdefault(len(rows), []).append(rows)
+    return by_size
+
+
+def _batch_fields(
+    cfg: SetPOVerlConfig, needs: frozenset, idx: np.ndarray, scores: torch.Tensor, texts: list[str] | None, emb
+) -> dict[str, Any]:
+    """The `GroupBatch` inputs the method reads, for rows `idx`."""
+    fields: dict[str, Any] = {}
+    if "texts" in needs:
+        fields["texts"] = [texts[i] for i in idx]
+    if "answers" in needs:
+        fields["answers"] = [ANSWER_EXTRACTORS[cfg.answer_extractor](texts[i]) for i in idx]
+    if emb is not None:
+        fields["embeddings"] = emb[torch.as_tensor(idx)]
+    if "correct" in needs:
+        fields["correct"] = scores[torch.as_tensor(idx)] > cfg.correct_threshold
+    return fields

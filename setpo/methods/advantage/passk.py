@@ -10,6 +10,7 @@ import numbers
 
 import torch
 
+from setpo._validate import check_int
 from setpo.methods.batch import GroupBatch, check_real
 from setpo.methods.registry import register_method
 
@@ -31,8 +32,7 @@ def passk_advantages(correct: torch.Tensor, k: int, eps: float = 0.0) -> torch.T
     if correct.dtype != torch.bool or correct.dim() != 2:
         raise ValueError(f"correct must be a (B, n) bool mask, got {correct.dtype} {tuple(correct.shape)}")
     n = correct.shape[-1]
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= n:
-        raise ValueError(f"k must be an integer with 1 <= k <= n (the group size {n}), got {k!r}")
+    check_int(k, f"k (at most the group size n = {n})", minimum=1, maximum=n, kind=numbers.Integral)
     eps = check_real(eps, "eps", minimum=0.0)
     k = int(k)
     c = correct.sum(-1)  # (B,)

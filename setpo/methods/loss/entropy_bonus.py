@@ -6,6 +6,7 @@ from typing import Literal
 
 import torch
 
+from setpo._validate import check_choice
 from setpo.methods.batch import GroupBatch, check_real
 from setpo.methods.registry import register_method
 
@@ -23,8 +24,7 @@ def entropy_bonus_term(
     to the loss that is minimised (so a positive ``coef`` raises the entropy), as verl's ``entropy_coeff`` does.
     """
     coef = check_real(coef, "coef", minimum=0.0)
-    if aggregation not in ("token-mean", "seq-mean-token-mean"):
-        raise ValueError(f"unknown aggregation {aggregation!r}; use 'token-mean' or 'seq-mean-token-mean'")
+    check_choice(aggregation, "aggregation", ("token-mean", "seq-mean-token-mean"))
     m = torch.ones_like(entropies, dtype=torch.bool) if mask is None else mask
     h = torch.where(m, entropies, torch.zeros_like(entropies))
     tokens = m.sum(-1)

@@ -54,9 +54,7 @@ def embedding_partition(embeddings: torch.Tensor, threshold: float = 0.9) -> tor
     Equivalence is closed transitively, as DARLING's union-find over its pairwise classifier does. Zero-norm
     embeddings are equivalent to each other only (`setpo.cosine_kernel`). Label = the component's first index.
     """
-    threshold = check_real(threshold, "threshold")
-    if not -1.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must lie in [-1, 1] (a cosine similarity), got {threshold}")
+    threshold = check_real(threshold, "threshold (a cosine similarity)", minimum=-1.0, maximum=1.0)
     K = cosine_kernel(embeddings.to(torch.float64), clamp=False)
     # Rounding: the cosine of two copies of one vector can come out a few ulps below 1 (threshold 1 = "identical").
     reach = (K >= threshold - ROUNDING).to(torch.float64)

@@ -21,6 +21,7 @@ from typing import Literal
 
 import torch
 
+from setpo._validate import check_bool, check_choice
 from setpo.methods.batch import GroupBatch, check_real
 from setpo.methods.registry import register_method
 from setpo.metrics.diversity import Smoothing, Tokenize, _bleu_from_counts, _check_bleu_args, ngrams, tokenize
@@ -99,8 +100,7 @@ def pairwise_bleu_diversity(
     tokenization are then ignored).
     """
     _check_bleu_args(max_n, smoothing, epsilon)
-    if preset not in ("default", "authors"):
-        raise ValueError(f"unknown preset {preset!r}; use 'default' or 'authors'")
+    check_choice(preset, "preset", ("default", "authors"))
     if len(texts) % group_size:
         raise ValueError(f"{len(texts)} texts are not a multiple of the group size {group_size}")
     if group_size < 2:
@@ -153,8 +153,7 @@ def diver_method(
     public code's BLEU, the default (used by every published DIVER row here) is this project's BLEU-4.
     """
     lam = check_real(lam, "lam", minimum=0.0)
-    if not isinstance(correct_only, bool):
-        raise ValueError(f"correct_only must be True or False, got {correct_only!r}")
+    check_bool(correct_only, "correct_only")
     d = pairwise_bleu_diversity(batch.texts, batch.group_size, max_n, smoothing, epsilon, tokenization, preset)
     d = d.to(batch.rewards.device)
     if correct_only:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch
 
+from setpo._validate import check_bool
 from setpo.methods.batch import GroupBatch, check_real
 from setpo.methods.registry import register_method
 
@@ -18,8 +19,7 @@ def dqo_kernel(embeddings: torch.Tensor, ridge: float = 1.0, normalize: bool = T
     With ``normalize`` a zero-norm embedding stays the zero vector (its row of L is 0). float64.
     """
     ridge = check_real(ridge, "ridge", minimum=0.0)
-    if not isinstance(normalize, bool):
-        raise ValueError(f"normalize must be True or False, got {normalize!r}")
+    check_bool(normalize, "normalize")
     e = embeddings.to(torch.float64)
     if normalize:
         norms = torch.linalg.vector_norm(e, dim=-1, keepdim=True)

@@ -6,6 +6,7 @@ from typing import Literal
 
 import torch
 
+from setpo._validate import check_bool, check_choice
 from setpo.core import cosine_kernel
 from setpo.methods.batch import GroupBatch
 from setpo.methods.registry import register_method
@@ -39,10 +40,8 @@ def dra_weights(embeddings: torch.Tensor, scope: Scope = "group", clamp: bool = 
     similar only to other zero-norm ones (the code's normalisation would give it sum 0 and weight 1e6). A
     denominator <= 0 (possible with negative cosines) raises instead of flipping the reward's sign.
     """
-    if scope not in ("group", "batch"):
-        raise ValueError(f"unknown scope {scope!r}; use 'group' (the paper's) or 'batch' (the public code's)")
-    if not isinstance(clamp, bool):
-        raise ValueError(f"clamp must be True or False, got {clamp!r}")
+    check_choice(scope, "scope", ("group", "batch"), " ('group': the paper's, 'batch': the public code's)")
+    check_bool(clamp, "clamp")
     B, G, d = embeddings.shape
     e = embeddings.to(torch.float64)
     sets = e if scope == "group" else e.reshape(1, B * G, d)

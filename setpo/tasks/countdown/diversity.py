@@ -17,6 +17,7 @@ import math
 import numbers
 from collections.abc import Sequence
 
+from setpo._validate import check_callable, check_choice
 from setpo.metrics.diversity import check_not_bare_string
 from setpo.tasks.countdown.expressions import CanonLevel, canonical
 from setpo.tasks.countdown.problems import CountdownProblem
@@ -113,10 +114,8 @@ class AnswerEmbedder:
     """
 
     def __init__(self, base, level: CanonLevel | None = None, rule: str = DEFAULT_RULE):
-        if not callable(base):
-            raise ValueError(f"base embedder must be callable (texts -> (N, d)), got {type(base).__name__}")
-        if level is not None and level not in ("string", "tree", "commutative", "associative"):
-            raise ValueError(f"unknown canonical level {level!r}; use 'string', 'tree', 'commutative', 'associative'")
+        check_callable(base, "base embedder", " (texts -> (N, d))")
+        check_choice(level, "canonical level", (None, "string", "tree", "commutative", "associative"))
         self.base, self.level, self.rule = base, level, check_rule(rule)
 
     def _text(self, completion: str) -> str:

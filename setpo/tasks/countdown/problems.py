@@ -7,6 +7,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from setpo._validate import check_int, check_ints
 from setpo.files import read_table
 from setpo.tasks.countdown.solver import reachable_targets
 
@@ -19,12 +20,8 @@ class CountdownProblem:
     nums: tuple[int, ...]
 
     def __post_init__(self):
-        if not isinstance(self.target, int) or isinstance(self.target, bool):
-            raise ValueError(f"target must be an int, got {self.target!r}")
-        nums = tuple(self.nums)
-        if not nums or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in nums):
-            raise ValueError(f"nums must be a non-empty sequence of non-negative ints, got {self.nums!r}")
-        object.__setattr__(self, "nums", nums)
+        check_int(self.target, "target")
+        object.__setattr__(self, "nums", check_ints(self.nums, "nums", minimum=0))
 
     @property
     def key(self) -> tuple[int, tuple[int, ...]]:

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from setpo._validate import check_int, check_ints
 from setpo.tasks.countdown.problems import CountdownProblem
 
 
 def countdown_prompt(nums: Sequence[int], target: int) -> str:
     """TinyZero's "base" Countdown template (numbers, target, <think>/<answer> tags), ending in <think>."""
-    nums = list(nums)
-    if not nums or not all(isinstance(n, int) and not isinstance(n, bool) for n in nums):
-        raise ValueError(f"countdown numbers must be a non-empty list of ints, got {nums!r}")
-    if not isinstance(target, int) or isinstance(target, bool):
-        raise ValueError(f"countdown target must be an int, got {target!r}")
+    nums = list(check_ints(nums, "countdown numbers"))
+    check_int(target, "countdown target")
     return (
         "A conversation between User and Assistant. The user asks a question, and the Assistant solves it. "
         "The assistant first thinks about the reasoning process in the mind and then provides the user with the "

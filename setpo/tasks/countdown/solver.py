@@ -7,13 +7,12 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Sequence
 
+from setpo._validate import check_ints
 from setpo.tasks.countdown.expressions import Expr, render
 
 
 def _check_nums(nums: Sequence[int], limit: int = 6) -> tuple[int, ...]:
-    nums = tuple(nums)
-    if not nums or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in nums):
-        raise ValueError(f"nums must be a non-empty sequence of non-negative ints, got {nums!r}")
+    nums = check_ints(nums, "nums", minimum=0)
     if len(nums) > limit:
         raise ValueError(f"exhaustive enumeration supports at most {limit} numbers, got {len(nums)}")
     return nums

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from setpo._validate import check_str
+
 MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 
 #: The system message of the math prompt. Without one, Qwen2.5-Math's chat template inserts MATH_INSTRUCTION as a
@@ -11,8 +13,7 @@ MATH_SYSTEM = "You are a helpful assistant."
 
 def math_prompt(problem: str) -> str:
     """The problem followed by the paper's instruction (Sec. 5 setup)."""
-    if not isinstance(problem, str) or not problem.strip():
-        raise ValueError("math problem text must be a non-empty string")
+    check_str(problem, "math problem text")
     return f"{problem.strip()}\n{MATH_INSTRUCTION}"
 
 

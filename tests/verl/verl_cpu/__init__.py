@@ -1,5 +1,8 @@
 """CPU support for a small verl 0.9.1 run (a smoke test of the SetPO trainer mode, not a way to train models).
 
+It lives beside the verl tests, outside the installed package: ``tests/verl`` must be on ``PYTHONPATH`` (pytest
+puts it on ``sys.path``; ``test_cpu_training.run_verl`` passes it to the training process and its Ray workers).
+
 Stock verl 0.9.1 cannot train on a machine without accelerators. This package fills the gaps from outside verl,
 through its plugin registries, in every process of the run (verl imports it when ``VERL_USE_EXTERNAL_MODULES``
 names it):
@@ -15,7 +18,7 @@ names it):
 ``cpu_overrides`` gives the matching hydra overrides (logical Ray GPUs, eager attention, fsdp2, one TransferQueue
 storage unit, ...). Launch::
 
-    VERL_USE_EXTERNAL_MODULES=setpo.integrations.verl.cpu VERL_PLATFORM=cpu \\
+    PYTHONPATH=tests/verl:$PYTHONPATH VERL_USE_EXTERNAL_MODULES=verl_cpu VERL_PLATFORM=cpu \\
         python -m setpo.integrations.verl <data/model overrides> <cpu_overrides(...)> \\
         trainer.v1.trainer_mode=setpo_sync +setpo.lambda=0.1 +setpo.embedder=hashed
 
@@ -31,10 +34,10 @@ from typing import Any
 
 import verl
 
-from setpo.integrations.verl.cpu.platform import PlatformCPU
 from setpo.integrations.verl.version import VERL_VERSION
+from verl_cpu.platform import PlatformCPU
 
-PLUGIN_MODULE = "setpo.integrations.verl.cpu"
+PLUGIN_MODULE = "verl_cpu"
 #: environment of every process of a CPU run (the driver's own and, through Ray's runtime_env, the actors')
 CPU_ENV = {"VERL_USE_EXTERNAL_MODULES": PLUGIN_MODULE, "VERL_PLATFORM": "cpu"}
 TQ_INIT_TIMEOUT_S = float(os.environ.get("SETPO_VERL_TQ_INIT_TIMEOUT_S", "300"))
@@ -58,7 +61,7 @@ def check_verl_version(version: str | None = None) -> None:
     version = verl.__version__ if version is None else version
     if version != VERL_VERSION:
         raise RuntimeError(
-            f"setpo.integrations.verl.cpu supports verl {VERL_VERSION} only, found verl {version}: the CPU "
+            f"verl_cpu supports verl {VERL_VERSION} only, found verl {version}: the CPU "
             "platform, the hf rollout and the registrations depend on that version's internals"
         )
 
@@ -106,7 +109,7 @@ def digit_share_reward(
     """Smoke-test reward (verl's ``compute_score`` signature): the share of digits in the response.
 
     A random tiny model never earns a task reward, so GRPO would see all-zero groups; this one varies
-    within every group. Use ``reward.custom_reward_function.path=pkg://setpo.integrations.verl.cpu``.
+    within every group. Use ``reward.custom_reward_function.path=pkg://verl_cpu``.
     """
     return sum(c.isdigit() for c in solution_str) / max(1, len(solution_str))
 
@@ -230,7 +233,7 @@ def install() -> None:
             FSDPEngineWithLMHead
         )
 
-    from setpo.integrations.verl.cpu import hf_rollout
+    from verl_cpu import hf_rollout
 
     hf_rollout.register()
 
