@@ -96,6 +96,7 @@ def train_arm(
     logs = [h for h in trainer.state.log_history if "reward" in h]
     # a method arm's fields say what it ran; ratio and placebo are the SetPO arms' settings
     arm_fields = {"ratio": ratio, "placebo": placebo} if method is None else {"fields": dict(method)}
+    arm_fields.update({"fast": True} if fast else {})  # the published path's records stay as they were
     run.save(f"rl_{name}", {**(meta or {}), "G": G, "seed": seed, **arm_fields, "wall_s": time.perf_counter() - t0,
                             "log": logs})  # fmt: skip
     return out
