@@ -1,8 +1,8 @@
 """Time one SmolLM2 arm-seed of the primes experiment on the published path and on the shared-prefix path.
 
-    python benchmarks/bench_smollm2.py [--steps 30] [--threads 2] [--rounds 1] [--json PATH]
+    python benchmarks/bench_smollm2.py [--steps 30] [--threads 2] [--rounds 1] [--seed 0] [--json PATH]
 
-An arm-seed: the SetPO arm (ratio 0.3, seed 0, G 6) trained for ``--steps`` LoRA RL steps with the settings of
+An arm-seed: the SetPO arm (ratio 0.3, seed ``--seed``, G 6) trained for ``--steps`` LoRA RL steps with the settings of
 `reproduce.smollm2_primes` PROFILES["full"] (4 prompts per step, 8 completion tokens, LoRA r 16), then its
 evaluation (12 test windows x n 32 at T 0.5 / top-p 0.9 and at T 1.0 / top-p 1.0). "legacy" is the published path
 (`SetPOTrainer`, transformers `generate`); "fast" is `SharedPrefixSetPOTrainer` and `HFGenerator(shared_prefix=True)`.
@@ -21,6 +21,8 @@ tokens, C completion tokens (the measured means), U = distinct prompts:
   position off CUDA); backward the same again plus the head once more;
   fast step: generate U P + B C tokens, head B C; loss forward U P + B C tokens, head B C; backward the same.
   Evaluation: legacy n W (P + C) tokens per decoding, fast W P + n W C (W windows), head n W C.
+The two paths draw different samples, so their policies (and completion lengths, which set the cost) drift apart
+over the steps: the token counts are printed with the times; compare several seeds before reading a small ratio.
 The bound is FLOP / (measured float32 matmul GFLOP/s at the thread count used).
 """
 
@@ -111,7 +113,7 @@ def stage_timers(times: dict[str, float], counts: dict[str, list]):
                 setattr(cls, name, original)
 
 
-def arm_seed(path: str, steps: int, work: Path) -> dict:
+def arm_seed(path: str, steps: int, work: Path, seed: int = 0) -> dict:
     """Train and evaluate one arm-seed on ``path``; per-stage seconds, token counts and the pass@k it reached."""
     from reproduce.common import RunDir
     from reproduce.smollm2 import load_policy, sample, train_arm
@@ -126,10 +128,10 @@ def arm_seed(path: str, steps: int, work: Path) -> dict:
     run = RunDir(work / path, {"bench": path, "steps": steps})
     t0 = time.perf_counter()
     with stage_timers(times, counts):
-        adapter = train_arm(run, f"setpo_g6_s0_{path}", rows, [primes_reward], AnswerOneHot(), prof=prof, G=6, seed=0,
+        adapter = train_arm(run, f"setpo_{path}", rows, [primes_reward], AnswerOneHot(), prof=prof, G=6, seed=seed,
                             ratio=0.3, placebo=False, fast=fast)  # fmt: skip
     t_train = time.perf_counter() - t0
-    log = run.load(f"rl_setpo_g6_s0_{path}")["log"]
+    log = run.load(f"rl_setpo_{path}")["log"]
     t1 = time.perf_counter()
     model, tok = load_policy(adapter)
     times["setup"] += time.perf_counter() - t1 + t_train - times["train_total"]
@@ -212,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=30, help="RL steps per arm-seed (the full profile: 30)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds (each times both paths)")
+    parser.add_argument("--seed", type=int, default=0, help="the arm-seed's training seed (both paths)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     args = parser.parse_args(argv)
     if args.steps < 1 or args.rounds < 1 or args.threads < 1:
@@ -225,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(args.rounds):
             for path in PATHS if r % 2 == 0 else PATHS[::-1]:
                 print(f"round {r + 1}: {path} ...", flush=True)
-                results.append({"round": r, **arm_seed(path, args.steps, Path(tmp) / f"r{r}")})
+                results.append({"round": r, **arm_seed(path, args.steps, Path(tmp) / f"r{r}", args.seed)})
     dims = model_dims()
     rate = float(np.median(list(gflops.values()))) * 1e9
     med = {p: {s: float(np.median([x["stages_s"][s] for x in results if x["path"] == p])) for s in STAGES}
