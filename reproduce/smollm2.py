@@ -48,6 +48,7 @@ def train_arm(
     meta: dict[str, Any] | None = None,
     method: dict[str, Any] | None = None,
     answer_extractor: Callable[[str], Any] | None = None,
+    fast: bool | None = None,
 ) -> Path:
     """One LoRA RL run of arm ``name`` from the start model (step ``rl_<name>`` of ``run``); returns its adapter.
 
@@ -55,11 +56,14 @@ def train_arm(
     lambda is set every step for mean|lambda s| / mean|A_bar| = ratio (the placebo permutes the credits). ``method``
     (an arm of the methods comparison: its SetPOConfig fields) replaces those SetPO fields; the trainer then gets
     ``embedder`` whenever it is given. Adapters at ``save_steps`` go to ``adapters/<name>_ckpt/step<k>``.
+    ``fast`` (default: ``prof.fast`` when the profile has it, else False) trains with `SharedPrefixSetPOTrainer`
+    (each distinct prompt run once per step); False is the published path, bit for bit.
     """
     from datasets import Dataset
     from transformers.trainer_callback import PrinterCallback
 
     from setpo.integrations.trl import SetPOConfig, SetPOTrainer
+    from setpo.integrations.trl.fast_path import SharedPrefixSetPOTrainer
 
     out = run.path / "adapters" / name
     if run.done(f"rl_{name}"):
@@ -74,7 +78,8 @@ def train_arm(
     callbacks = [checkpoint_callback(set(save_steps), run.tree(f"adapters/{name}_ckpt"), tok)] if save_steps else []
     lora = lora_config(prof.lora_r)
     t0 = time.perf_counter()
-    trainer = SetPOTrainer(
+    fast = bool(getattr(prof, "fast", False)) if fast is None else fast
+    trainer = (SharedPrefixSetPOTrainer if fast else SetPOTrainer)(
         model=model,
         reward_funcs=reward_funcs,
         args=args,
@@ -91,16 +96,18 @@ def train_arm(
     logs = [h for h in trainer.state.log_history if "reward" in h]
     # a method arm's fields say what it ran; ratio and placebo are the SetPO arms' settings
     arm_fields = {"ratio": ratio, "placebo": placebo} if method is None else {"fields": dict(method)}
+    arm_fields.update({"fast": True} if fast else {})  # the published path's records stay as they were
     run.save(f"rl_{name}", {**(meta or {}), "G": G, "seed": seed, **arm_fields, "wall_s": time.perf_counter() - t0,
                             "log": logs})  # fmt: skip
     return out
 
 
 def sample(model, tok, prompts: list[str], n: int, temperature: float, top_p: float, max_new_tokens: int,
-           batch_size: int) -> list[list[str]]:  # fmt: skip
-    """``n`` completions per plain-text prompt (no chat template), seed 0."""
+           batch_size: int, fast: bool = False) -> list[list[str]]:  # fmt: skip
+    """``n`` completions per plain-text prompt (no chat template), seed 0; ``fast`` prefills each prompt once and
+    shares its cache across its n samples (same distribution, another random stream)."""
     from setpo.eval.generate import HFGenerator, SamplingConfig
 
     cfg = SamplingConfig(n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
                          batch_size=batch_size, seed=0, use_chat_template=False)  # fmt: skip
-    return HFGenerator(model, tok, cfg, progress=False)(prompts)
+    return HFGenerator(model, tok, cfg, progress=False, shared_prefix=fast)(prompts)
