@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -38,6 +39,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `reproduce` (the arm-seed) lives in the checkout
 import torch
 
 STAGES = ("generation", "reward_credits", "ref_old_logps", "loss_forward", "backward_optimizer", "setup",
@@ -63,7 +66,7 @@ def matmul_gflops(threads: int, shapes=((384, 576, 1536), (192, 576, 49152), (60
 
 
 @contextmanager
-def stage_timers(times: dict[str, float], counts: dict[str, list]):
+def stage_timers(times: dict[str, float], counts: dict[str, list]):  # noqa: C901 - one wrapper per stage, flat
     """Wrap the trainers' stage methods with wall-clock timers (restored on exit)."""
     from setpo.integrations.trl import SetPOTrainer
     from setpo.integrations.trl.fast_path import SharedPrefixSetPOTrainer

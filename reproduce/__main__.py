@@ -32,7 +32,7 @@ EXPERIMENTS = [
     "overhead",
     "gapo_lists",
 ]
-AVAILABLE = EXPERIMENTS + ["math_pipeline", "countdown_confirm"]
+AVAILABLE = EXPERIMENTS + ["math_pipeline", "countdown_confirm", "smollm2_confirm"]
 PROG = "python -m reproduce"
 _NUMBER = re.compile(r"^-\d|^-\.\d")
 
