@@ -109,7 +109,7 @@ def test_embed_texts_chunks_and_checks_shape():
         embed_texts(lambda t: torch.zeros(len(t)), texts[:3], batch_size=8)
     with pytest.raises(ValueError, match="floating"):
         embed_texts(lambda t: torch.zeros(len(t), 2, dtype=torch.long), texts[:3], batch_size=8)
-    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+    with pytest.raises(ValueError, match="batch_size must be an integer >= 1"):
         embed_texts(hashed, texts, batch_size=0)
 
 
