@@ -53,6 +53,7 @@ from tqdm.auto import tqdm
 
 from reproduce.common import (
     CPU_TRL_ARGS,
+    PAPER_FIGURES,
     Parser,
     RunDir,
     add_run_options,
@@ -67,7 +68,6 @@ from reproduce.common import (
 from reproduce.stats import bootstrap_ci
 from setpo.tasks.countdown import generate_problems, make_prompt, trl_countdown_reward
 
-PAPER_FIGURES = Path(__file__).resolve().parent.parent / "paper_figures"
 NAME = "overhead"
 SMOLLM2 = "smollm2-135m-instruct"
 BUCKETS = ("generation", "setpo_embed", "setpo_credit", "scoring_other", "loss_forward", "backward", "optimizer_other")
