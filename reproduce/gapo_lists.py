@@ -8,7 +8,7 @@ with a strong bias (the first listed item), and "Name a fruit:" with a Zipf-skew
 that start with the same seeds and budget for each method:
 
 * grpo        GRPO, reward 1 for a listed item, 0 otherwise;
-* gapo        GRPO with GAPO's group frequency reward (``setpo.gapo_rewards``, published form);
+* gapo        GRPO with GAPO's group frequency reward (``diversity_method="gapo"``, published form);
 * setpo_grpo  SetPO+GRPO: the validity reward plus lambda * s_i (set-level diversity credit);
 * setpo_gapo  SetPO+GAPO: GAPO's reward plus lambda * s_i.
 
@@ -189,15 +189,39 @@ def _group_distinct(prompts, completions, group_size, valid_answers, **_) -> lis
     return out
 
 
+def _gapo_reward(cfg: GapoListsConfig):
+    """SetPO+GAPO's task reward: GAPO's R~ (eq. 3, `setpo.rewards.gapo_rewards`) as a group reward, SetPO added on it.
+
+    One run runs one method, so the combination takes GAPO's reward as its task reward; the GAPO arm itself is
+    the method ``diversity_method="gapo"``, which computes the same R~ (see tests/test_trl_gapo_route.py).
+    """
+    from setpo.integrations.trl import GroupRewardFunction
+    from setpo.rewards import gapo_rewards
+
+    def gapo(prompts, completions, group_size, valid_answers, **_) -> list[float]:
+        answers = [extract_answer(c) for c in completions]
+        kinds = dict(form=cfg.gapo_form, count=cfg.gapo_count)
+        return gapo_rewards(answers, valid_answers, group_size, **kinds, dtype=torch.float64).tolist()
+
+    return GroupRewardFunction(gapo, name="gapo")
+
+
 def reward_setup(method: str, cfg: GapoListsConfig) -> tuple[list, list[float]]:
-    """(reward functions, weights): the method's reward, then weight-0 monitors logged by TRL."""
-    from setpo.integrations.trl import GroupRewardFunction, gapo_reward_func
+    """(reward functions, weights): the task reward (validity; GAPO's for SetPO+GAPO), then weight-0 monitors."""
+    from setpo.integrations.trl import GroupRewardFunction
 
     distinct = GroupRewardFunction(_group_distinct, name="group_distinct")
-    if method.endswith("grpo"):
-        return [validity_reward, distinct], [1.0, 0.0]
-    gapo = gapo_reward_func(extract_answer, "valid_answers", form=cfg.gapo_form, count=cfg.gapo_count)
-    return [gapo, validity_reward, distinct], [1.0, 0.0, 0.0]
+    if method == "setpo_gapo":
+        return [_gapo_reward(cfg), validity_reward, distinct], [1.0, 0.0, 0.0]
+    return [validity_reward, distinct], [1.0, 0.0]
+
+
+def method_fields(method: str, cfg: GapoListsConfig) -> dict[str, Any]:
+    """The SetPOConfig fields of an arm: GAPO is the method ``gapo`` (its R~ replaces the validity reward), the
+    SetPO arms add lambda * s, GRPO is SetPO at lambda 0."""
+    if method == "gapo":
+        return {"diversity_method": "gapo", "diversity_method_kwargs": {"form": cfg.gapo_form, "count": cfg.gapo_count}}
+    return {"setpo_lambda": cfg.setpo_lambda if method.startswith("setpo") else 0.0}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -343,13 +367,18 @@ def train_rl(
             scale_rewards="group",
             temperature=cfg.temperature,
             reward_weights=weights,
-            setpo_lambda=cfg.setpo_lambda if method.startswith("setpo") else 0.0,
+            **method_fields(method, cfg),
             setpo_embedder=cfg.setpo_embedder,
             use_cpu=not torch.cuda.is_available(),
         )
     )
     trainer = SetPOTrainer(
-        model=model, reward_funcs=funcs, args=args, train_dataset=rl_dataset(task, cfg, seed), processing_class=tok
+        model=model,
+        reward_funcs=funcs,
+        args=args,
+        train_dataset=rl_dataset(task, cfg, seed),
+        processing_class=tok,
+        answer_extractor=extract_answer,
     )
     trainer.remove_callback(PrinterCallback)
     if bar is not None:
@@ -358,12 +387,20 @@ def train_rl(
     trainer.model.save_pretrained(out_dir)
     tok.save_pretrained(out_dir)
     shutil.rmtree(out_dir / "trl", ignore_errors=True)
-    keep = ("step", "reward", "reward_std", "entropy", "frac_reward_zero_std", "setpo/diversity", "setpo/shaping_ratio")
-    return [
-        {k: v for k, v in row.items() if k in keep or k.startswith("rewards/")}
-        for row in trainer.state.log_history
-        if "reward" in row
-    ]
+    return [_log_row(row, method) for row in trainer.state.log_history if "reward" in row]
+
+
+def _log_row(row: dict[str, Any], method: str) -> dict[str, Any]:
+    """One logged step as the training figure reads it: the arm's own reward under ``reward`` (GAPO: its R~, which
+    TRL's ``reward``, the validity reward it replaces, is not; also under ``rewards/gapo``), SetPO's diagnostics."""
+    keep = ("step", "reward", "reward_std", "entropy", "frac_reward_zero_std")
+    keep += ("setpo/diversity", "setpo/shaping_ratio") if method.startswith("setpo") else ()
+    out = {k: v for k, v in row.items() if k in keep or k.startswith("rewards/")}
+    if method == "gapo":
+        for k in ("reward", "reward_std", "frac_reward_zero_std"):
+            out[k] = row[f"method/gapo/{k}"]
+        out["rewards/gapo/mean"], out["rewards/gapo/std"] = row["method/gapo/reward"], row["method/gapo/reward_std"]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ Design (fixed before the runs; the profile sets the sizes)
 * Train lists: 4-12 items of one category, drawn with seed 0; test lists: `n_test` lists of 8 items drawn with
   another seed (no test list is a training list).
 * Arms from the same start, same seeds, same budget: GRPO (reward 1 for a valid answer, else 0); GAPO (GRPO with
-  GAPO's frequency reward, eq. 3, `setpo.integrations.trl.gapo_reward_func`); SetPO+GRPO with lambda set every step
+  GAPO's frequency reward, eq. 3, as the method `diversity_method="gapo"`); SetPO+GRPO with lambda set every step
   so that mean|lambda s| / mean|A_bar| = `ratio`; a placebo at the same ratio (credits permuted across groups).
   Kernel: a one-hot hashed embedding of the answer (the text when it is not an item).
 * GRPO's frontier: GRPO's adapter saved at `frontier_points` evenly spaced steps and evaluated.
@@ -57,7 +57,6 @@ from reproduce.contrast import (
 from reproduce.evidence import cached_eval, checkpoint_steps, summary_table
 from reproduce.smollm2 import load_policy, sample, train_arm
 from reproduce.stats import bootstrap_ci
-from setpo.integrations.trl import gapo_reward_func
 from setpo.metrics.diversity import js_divergence, js_to_uniform
 from setpo.tasks.list_selection import VOCABULARY, extract_answer, is_valid, validity_reward
 
@@ -160,11 +159,13 @@ def list_metrics(answers: list[str | None], items: tuple[str, ...]) -> dict:
 def stage_rl(run: RunDir, prof: ListsProfile, arm: str, reward: str, ratio: float, placebo: bool, seed: int) -> Path:
     """One LoRA RL run from the start model; GRPO also saves its frontier adapters. Returns the final adapter."""
     rows = [{"prompt": prompt(items), "valid_answers": list(items)} for items in make_lists("train", TRAIN_LISTS)]
-    fn = validity_reward if reward == "valid" else gapo_reward_func(extract_answer)
     saves = [s for s in checkpoint_steps(prof.rl_steps, prof.frontier_points) if 0 < s < prof.rl_steps]
     G = prof.group_size
-    return train_arm(run, f"{arm}_s{seed}", rows, [fn], AnswerOneHot(), prof=prof, G=G, seed=seed, ratio=ratio,
-                     placebo=placebo, save_steps=saves if arm == "grpo" else (), meta={"arm": arm})  # fmt: skip
+    # GAPO's R~ (from the answers and the listed items) replaces the validity reward before the group normalisation
+    gapo = {"method": {"diversity_method": "gapo"}, "answer_extractor": extract_answer} if reward == "gapo" else {}
+    return train_arm(run, f"{arm}_s{seed}", rows, [validity_reward], None if gapo else AnswerOneHot(), prof=prof, G=G,
+                     seed=seed, ratio=ratio, placebo=placebo, save_steps=saves if arm == "grpo" else (),
+                     meta={"arm": arm}, **gapo)  # fmt: skip
 
 
 def evaluate(adapter: Path | None, prof: ListsProfile) -> dict:

@@ -63,16 +63,38 @@ def test_validity_reward_and_group_distinct_monitor():
 
 
 def test_reward_setup_per_method():
-    from setpo.integrations.trl import GroupRewardFunction
+    from setpo.integrations.trl import GroupRewardFunction, SetPOConfig
 
     cfg = gl.PROFILES["quick"]
-    funcs, weights = gl.reward_setup("grpo", cfg)
-    assert funcs[0] is gl.validity_reward and weights == [1.0, 0.0]
+    for method in ("grpo", "gapo", "setpo_grpo"):
+        funcs, weights = gl.reward_setup(method, cfg)
+        assert funcs[0] is gl.validity_reward and weights == [1.0, 0.0]
+    # GAPO is the method: its R~ replaces the validity reward; SetPO's fields stay unset
+    gapo = gl.method_fields("gapo", cfg)
+    assert gapo == {"diversity_method": "gapo", "diversity_method_kwargs": {"form": "published", "count": "inclusive"}}
+    assert SetPOConfig(output_dir="unused", use_cpu=True, bf16=False, **gapo).method_params["form"] == "published"
+    assert gl.method_fields("setpo_gapo", cfg) == {"setpo_lambda": cfg.setpo_lambda}
+    assert gl.method_fields("grpo", cfg) == {"setpo_lambda": 0.0}
+    # SetPO+GAPO: GAPO's reward is the task reward and SetPO's credit is added to it
     funcs, weights = gl.reward_setup("setpo_gapo", cfg)
     assert isinstance(funcs[0], GroupRewardFunction) and funcs[0].__name__ == "gapo" and weights == [1.0, 0.0, 0.0]
     # the GAPO function is setpo.gapo_rewards on the extracted answers: group (apple, apple, fig), L = 3
     r = funcs[0].score(["p"] * 3, [" apple", " apple", " fig"], 3, valid_answers=[["apple", "fig", "kiwi"]] * 3)
     assert r.tolist() == pytest.approx([1 - (2 / 3 - 1 / 3)] * 2 + [1 - (1 / 3 - 1 / 3)])
+
+
+def test_the_gapo_arm_logs_its_own_reward():
+    row = {"step": 1, "reward": 0.5, "reward_std": 0.1, "frac_reward_zero_std": 0.0,
+           "rewards/validity_reward/mean": 0.5, "method/gapo/reward": -0.2, "method/gapo/reward_std": 0.3,
+           "method/gapo/frac_reward_zero_std": 0.25, "setpo/shaping_ratio": 2.0, "method/gapo/time_s": 0}  # fmt: skip
+    assert gl._log_row(row, "gapo") == {
+        "step": 1, "reward": -0.2, "reward_std": 0.3, "frac_reward_zero_std": 0.25, "rewards/validity_reward/mean": 0.5,
+        "rewards/gapo/mean": -0.2, "rewards/gapo/std": 0.3,
+    }  # fmt: skip
+    assert gl._log_row(row, "setpo_grpo") == {
+        "step": 1, "reward": 0.5, "reward_std": 0.1, "frac_reward_zero_std": 0.0, "rewards/validity_reward/mean": 0.5,
+        "setpo/shaping_ratio": 2.0,
+    }  # fmt: skip
 
 
 TINY = dict(

@@ -1,4 +1,7 @@
-"""Group-level rewards (GAPO) scored on the gathered batch: simulated process splits, and the trainer's reward pass."""
+"""Group-level rewards scored on the gathered batch: simulated process splits, and the trainer's reward pass.
+
+The group reward under test is GAPO's frequency reward written as one (`setpo.rewards.gapo_rewards` on the first
+words): it reads every member of a group, so it is wrong whenever a group is split across processes."""
 
 from __future__ import annotations
 
@@ -6,8 +9,9 @@ import pytest
 import torch
 import trl  # noqa: F401  (required: a broken install must fail, not skip)
 from references import score_gathered  # noqa: E402
+from trl_tiny import gapo_group_reward  # noqa: E402
 
-from setpo.integrations.trl import GroupRewardFunction, gapo_reward_func  # noqa: E402
+from setpo.integrations.trl import GroupRewardFunction  # noqa: E402
 from setpo.rewards import gapo_rewards  # noqa: E402
 
 VALID = ["red", "green", "blue"]
@@ -20,7 +24,7 @@ def first_word(text: str) -> str | None:
 
 def test_gapo_group_reward_equals_gapo_rewards():
     completions = ["red x", "red y", "blue", "pink", "green", "green", "green", ""]
-    fn = gapo_reward_func(first_word, valid_set_key="valid")
+    fn = gapo_group_reward(first_word, valid_set_key="valid")
     got = fn.score(["p"] * 8, completions, 4, valid=[VALID] * 8)
     answers = [first_word(c) for c in completions]
     torch.testing.assert_close(got, gapo_rewards(answers, [VALID] * 8, 4))
@@ -32,14 +36,14 @@ def test_gapo_group_reward_equals_gapo_rewards():
 @pytest.mark.parametrize("options", [{"form": "absolute"}, {"count": "leave_one_out"}, {"invalid_reward": -2.0}])
 def test_gapo_options_are_passed_through(options):
     completions = ["red", "red", "blue", "x"]
-    got = gapo_reward_func(first_word, **options).score(["p"] * 4, completions, 4, valid_answers=[VALID] * 4)
+    got = gapo_group_reward(first_word, **options).score(["p"] * 4, completions, 4, valid_answers=[VALID] * 4)
     ref = gapo_rewards([first_word(c) for c in completions], [VALID] * 4, 4, **options)
     torch.testing.assert_close(got, ref)
 
 
 def test_chat_completions_are_read_as_text():
     completions = [[{"role": "assistant", "content": c}] for c in ("red", "blue", "blue")]
-    got = gapo_reward_func(first_word).score(["p"] * 3, completions, 3, valid_answers=[VALID] * 3)
+    got = gapo_group_reward(first_word).score(["p"] * 3, completions, 3, valid_answers=[VALID] * 3)
     torch.testing.assert_close(got, gapo_rewards(["red", "blue", "blue"], [VALID] * 3, 3))
 
 
@@ -49,7 +53,7 @@ def test_any_process_split_scores_like_one_process(P, B):
     completions = ["red", "red", "blue", "red", "green", "green", "blue", "x", "blue", "blue", "blue", "blue"]
     prompts = [f"q{i // 4}" for i in range(12)]
     valid = [VALID] * 12
-    fn = gapo_reward_func(first_word)
+    fn = gapo_group_reward(first_word)
     single = fn.score(prompts, completions, 4, valid_answers=valid)
     split = score_gathered(
         fn,
@@ -69,7 +73,7 @@ def test_scoring_each_process_alone_would_be_wrong():
     naive_p0 = gapo_rewards(completions[4:6] + completions[4:6], [VALID], 4)[:2]  # group seen as its local half
     assert not torch.allclose(right[4:6], naive_p0)
     got = score_gathered(
-        gapo_reward_func(first_word),
+        gapo_group_reward(first_word),
         [["q"] * 6, ["q"] * 6],
         [completions[:6], completions[6:]],
         4,
@@ -98,18 +102,16 @@ def test_bad_group_rewards_raise():
     with pytest.raises(ValueError, match="3 prompts but 4 completions"):
         GroupRewardFunction(lambda p, c, g, **k: [0.0] * 4).score(["p"] * 3, ["a"] * 4, 2)
     with pytest.raises(ValueError, match="needs the dataset column 'valid_answers'"):
-        gapo_reward_func(first_word).score(["p"] * 3, ["red"] * 3, 3)
+        gapo_group_reward(first_word).score(["p"] * 3, ["red"] * 3, 3)
     with pytest.raises(ValueError, match="fn must be callable"):
         GroupRewardFunction(3)
-    with pytest.raises(ValueError, match="answer_extractor must be callable"):
-        gapo_reward_func("first")
     with pytest.raises(ValueError, match="different dataset columns"):
-        score_gathered(gapo_reward_func(first_word), [["p"], ["p"]], [["a"], ["b"]], 2, [{"a": [1]}, {"b": [1]}])
+        score_gathered(gapo_group_reward(first_word), [["p"], ["p"]], [["a"], ["b"]], 2, [{"a": [1]}, {"b": [1]}])
 
 
 def test_calling_a_group_reward_per_process_is_refused():
     # TRL's GRPOTrainer would call it on local rows; that must fail loudly, not give per-process frequencies.
-    fn = gapo_reward_func(first_word)
+    fn = gapo_group_reward(first_word)
     assert fn.__name__ == "gapo"
     with pytest.raises(TypeError, match="needs whole groups gathered across processes; pass it to SetPOTrainer"):
         fn(prompts=["p"], completions=["red"], valid_answers=[VALID])

@@ -10,11 +10,11 @@ import pytest
 import torch
 import trl  # noqa: F401  (required: a broken install must fail, not skip)
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
-from trl_tiny import ROWS, RUN, CharHistogram, G, dataset, distinct_chars, first_char, tiny_model  # noqa: E402
+from trl_tiny import ROWS, RUN, CharHistogram, G, dataset, distinct_chars, first_char, gapo_group_reward, tiny_model  # noqa: E402
 
 from setpo.core import cosine_kernel, group_advantages, loo_credits, set_diversity  # noqa: E402
 from setpo.embedders import build_embedder  # noqa: E402
-from setpo.integrations.trl import SetPOConfig, SetPOTrainer, gapo_reward_func  # noqa: E402
+from setpo.integrations.trl import SetPOConfig, SetPOTrainer  # noqa: E402
 from setpo.rewards import gapo_rewards  # noqa: E402
 from setpo.tiny import load_tiny  # noqa: E402
 
@@ -222,7 +222,7 @@ def test_lora_run_moves_only_the_adapter(tmp_path, model_dir):
 def test_group_reward_is_scored_on_the_whole_batch(tmp_path, model_dir):
     args = SetPOConfig(output_dir=str(tmp_path), setpo_lambda=LAM, **{**RUN, "max_steps": 1})
     embedder = CharHistogram()
-    gapo = gapo_reward_func(first_char, valid_set_key="valid_answers")
+    gapo = gapo_group_reward(first_char, valid_set_key="valid_answers")
     funcs = (distinct_chars, gapo)
     trainer, _ = run(
         SetPOTrainer,
@@ -243,7 +243,7 @@ def test_group_reward_is_scored_on_the_whole_batch(tmp_path, model_dir):
 
 def test_group_reward_in_plain_grpo_fails_loudly(tmp_path, model_dir):
     model, tok = load_tiny(model_dir)
-    gapo = gapo_reward_func(first_char)
+    gapo = gapo_group_reward(first_char)
     args = GRPOConfig(output_dir=str(tmp_path), **{**RUN, "max_steps": 1})
     trainer = GRPOTrainer(
         model=model,

@@ -17,9 +17,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 from datasets import Dataset  # noqa: E402
-from trl_tiny import RUN, G, first_char  # noqa: E402
+from trl_tiny import RUN, G, first_char, gapo_group_reward  # noqa: E402
 
-from setpo.integrations.trl import GroupRewardFunction, SetPOConfig, SetPOTrainer, gapo_reward_func  # noqa: E402
+from setpo.integrations.trl import GroupRewardFunction, SetPOConfig, SetPOTrainer  # noqa: E402
 from setpo.tiny import load_tiny  # noqa: E402
 
 PER_DEVICE = 6  # 2 ranks x 6 rows = 12 rows = 3 groups of 4; the middle group straddles the two ranks
@@ -100,7 +100,7 @@ def main(model_dir: str, out_dir: str) -> None:
         model=model,
         reward_funcs=[
             length_reward,
-            gapo_reward_func(first_char, valid_set_key="valid_answers"),
+            gapo_group_reward(first_char, valid_set_key="valid_answers"),
             GroupRewardFunction(noisy_group_reward, name="noisy"),
         ],
         args=args,

@@ -58,3 +58,18 @@ class CharHistogram:
             for ch in t:
                 out[i, min(max(ord(ch) - 32, 0), 95)] += 1
         return out
+
+
+def gapo_group_reward(answer_extractor, valid_set_key: str = "valid_answers", **options):
+    """GAPO's R~ (eq. 3, `setpo.rewards.gapo_rewards`) of the extracted answers as a group reward: a reward that reads
+    every member of a group (the dataset column ``valid_set_key`` holds each row's valid answers)."""
+    from setpo.integrations.trl import GroupRewardFunction, completion_text
+    from setpo.rewards import gapo_rewards
+
+    def gapo(prompts, completions, group_size, **kwargs) -> list[float]:
+        if valid_set_key not in kwargs:
+            raise ValueError(f"GAPO reward needs the dataset column {valid_set_key!r}")
+        answers = [answer_extractor(completion_text(c)) for c in completions]
+        return gapo_rewards(answers, kwargs[valid_set_key], group_size, **options, dtype=torch.float64).tolist()
+
+    return GroupRewardFunction(gapo, name="gapo")

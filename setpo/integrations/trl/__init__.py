@@ -7,7 +7,7 @@ trainer = SetPOTrainer(model, reward_funcs=[my_reward], args=args, train_dataset
 
 from setpo.integrations.trl.config import SetPOConfig
 from setpo.integrations.trl.embedding import build_text_embedder
-from setpo.integrations.trl.group_rewards import GroupRewardFunction, completion_text, gapo_reward_func
+from setpo.integrations.trl.group_rewards import GroupRewardFunction, completion_text
 from setpo.integrations.trl.presets import PRESETS, Preset, available_presets, get_preset, preset_to_yaml
 from setpo.integrations.trl.trainer import SetPOTrainer
 
@@ -20,7 +20,6 @@ __all__ = [
     "available_presets",
     "build_text_embedder",
     "completion_text",
-    "gapo_reward_func",
     "get_preset",
     "preset_to_yaml",
 ]

@@ -1,4 +1,4 @@
-"""Reward functions that score whole groups (GAPO's frequency reward is one), on the batch gathered across processes.
+"""Reward functions that score whole groups (e.g. a judge of a group's answers) on the batch gathered across processes.
 
 TRL calls reward functions on each process's local rows and gathers the rewards afterwards, so a function that
 looks at the other members of a group would see only part of a group that straddles two processes. A
@@ -6,19 +6,18 @@ looks at the other members of a group would see only part of a group that stradd
 columns (concatenated in process order, as ``gather_object`` does), with the group size G: groups are G
 consecutive rows. The main process scores the gathered batch once and broadcasts the rewards, so every group is
 scored exactly once and every process uses the same numbers, even for a non-deterministic reward (an LLM judge,
-an API call, sampling).
+an API call, sampling). GAPO's frequency reward is the method ``diversity_method="gapo"`` (`setpo.methods`).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Collection, Literal, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from accelerate.utils import broadcast_object_list, gather_object
 
 from setpo._validate import check_callable
-from setpo.rewards import gapo_rewards, normalize_answer
 
 _NOT_REWARD_COLUMNS = ("prompt", "completion", "completion_ids")
 
@@ -73,45 +72,6 @@ class GroupRewardFunction:
 
     def __repr__(self) -> str:
         return f"GroupRewardFunction({self.__name__})"
-
-
-def gapo_reward_func(
-    answer_extractor: Callable[[str], str | None],
-    valid_set_key: str = "valid_answers",
-    form: Literal["published", "absolute"] = "published",
-    count: Literal["inclusive", "leave_one_out"] = "inclusive",
-    invalid_reward: float = -1.0,
-    normalize: Callable[[str | None], str] = normalize_answer,
-    name: str = "gapo",
-) -> GroupRewardFunction:
-    """GAPO frequency-aware reward R~_i = 1 - (f_{o_i} - 1/L) if valid else -1 (GAPO eq. 3) as a group reward.
-
-    ``answer_extractor`` maps a completion's text to its answer (None: no answer); the dataset column
-    ``valid_set_key`` holds each row's collection of valid answers V.
-    """
-    check_callable(answer_extractor, "answer_extractor", " (completion text -> answer or None)")
-
-    def gapo(prompts, completions, group_size, **kwargs) -> list[float]:
-        if valid_set_key not in kwargs:
-            raise ValueError(
-                f"GAPO reward needs the dataset column {valid_set_key!r} (valid answers per prompt); "
-                f"columns present: {sorted(k for k in kwargs if k not in ('trainer_state', 'completion_ids'))}"
-            )
-        valid_sets: Sequence[Collection[str]] = kwargs[valid_set_key]
-        answers = [answer_extractor(completion_text(c)) for c in completions]
-        r = gapo_rewards(
-            answers,
-            valid_sets,
-            group_size,
-            form=form,
-            count=count,
-            invalid_reward=invalid_reward,
-            normalize=normalize,
-            dtype=torch.float64,
-        )
-        return r.tolist()
-
-    return GroupRewardFunction(gapo, name=name)
 
 
 def _zero_reward(prompts, completions, **kwargs) -> list[float]:

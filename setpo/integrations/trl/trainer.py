@@ -47,17 +47,19 @@ class SetPOTrainer(PolicyHiddenReuse, GroupRewardScoring, GRPOTrainer):
     ``args.setpo_lambda`` may be raised from 0 during training (e.g. by a callback): the embedder is then built at
     the first step that needs it. ``entropy_bonus`` is TRL's own ``entropy_coef`` (set by the config).
 
-    Reward functions wrapped in ``GroupRewardFunction`` (e.g. ``gapo_reward_func``) are scored once, by the main
-    process, on the gathered batch (`GroupRewardScoring`). The ``"policy"`` embedder reuses a forward pass TRL already
+    Reward functions wrapped in ``GroupRewardFunction`` (a reward that reads whole groups, e.g. an LLM judge of a
+    group) are scored once, by the main process, on the gathered batch (`GroupRewardScoring`). GAPO is the method
+    ``diversity_method="gapo"``. The ``"policy"`` embedder reuses a forward pass TRL already
     runs where it can (`PolicyHiddenReuse`).
 
     Metrics: setpo/lambda (the term's effective weight), setpo/placebo, setpo/credit_mean and setpo/credit_std (of u
     over acting rows; SetPO: the credit s), setpo/shaping_ratio (mean |lambda u| / mean |A_bar| over acting rows),
     setpo/kernel_row_frac (acting rows), setpo/diversity (mean D(Omega) of the groups, with embeddings; SetPO's g),
     setpo/embed_time_s and setpo/credit_time_s (slowest process), setpo/policy_forward_reused (policy embedder),
-    method/<name>/advantage_delta (mean |A - A_bar|), method/<name>/reward_delta (mean |R~ - R|, reward methods),
-    method/<name>/time_s; with ``log_completions`` the completions table gets ``method_term`` (u) and
-    ``method_advantage`` columns beside TRL's (base) advantage.
+    method/<name>/advantage_delta (mean |A - A_bar|), method/<name>/time_s; for reward methods
+    method/<name>/reward_delta (mean |R~ - R|) and the method's reward R~ logged as TRL logs the task reward R
+    (method/<name>/reward, method/<name>/reward_std, method/<name>/frac_reward_zero_std); with ``log_completions``
+    the completions table gets ``method_term`` (u) and ``method_advantage`` columns beside TRL's (base) advantage.
     """
 
     def __init__(
@@ -226,9 +228,14 @@ class SetPOTrainer(PolicyHiddenReuse, GroupRewardScoring, GRPOTrainer):
         if method.entry == "reward":
             rewards = batch.rewards.reshape(-1)
             new_rewards = method(batch, **params).reshape(-1).to(rewards.dtype)
-            reward_delta = (new_rewards - rewards)[~unscorable].abs().mean().item()
-            self._metrics[mode][f"method/{method.name}/reward_delta"].append(reward_delta)
-            unit = self._normalise(new_rewards.masked_fill(unscorable, float("nan")), G)
+            m, name = self._metrics[mode], method.name
+            m[f"method/{name}/reward_delta"].append((new_rewards - rewards)[~unscorable].abs().mean().item())
+            method_rewards = new_rewards.masked_fill(unscorable, float("nan"))
+            unit, std = self._normalise(method_rewards, G)
+            m[f"method/{name}/reward"].append(torch.nanmean(method_rewards).item())  # as TRL logs the task reward
+            m[f"method/{name}/reward_std"].append(nanstd(method_rewards).item())
+            zero_std = torch.isclose(std, torch.zeros_like(std)).float().mean().item()
+            m[f"method/{name}/frac_reward_zero_std"].append(zero_std)
         else:
             unit = method(batch, base64.view(-1, G), **params).reshape(-1).masked_fill(unscorable, 0.0)
         own = term = unit.to(torch.float64) - base64
@@ -262,21 +269,22 @@ class SetPOTrainer(PolicyHiddenReuse, GroupRewardScoring, GRPOTrainer):
         }  # fmt: skip
         return advantages
 
-    def _normalise(self, rewards: torch.Tensor, G: int) -> torch.Tensor:
-        """A_i = (R_i - mean_group R) / (std + 1e-4), TRL's sum_then_normalize (GRPO, SetPO paper Sec. 2), NaN rows out.
+    def _normalise(self, rewards: torch.Tensor, G: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(A, std): A_i = (R_i - mean_group R) / (std + 1e-4), TRL's sum_then_normalize (GRPO, SetPO paper Sec. 2).
 
-        ``scale_rewards`` chooses the std (group, batch or none); a method with ``group_scale="none"`` centres only.
+        NaN rows get A = 0. ``scale_rewards`` chooses the std (group, batch or none: the group's std, for logging
+        only, as TRL does); a method with ``group_scale="none"`` centres only.
         """
         scale = "none" if self.args.method.group_scale == "none" else self.scale_rewards
         grouped = rewards.view(-1, G)
         advantages = rewards - torch.nanmean(grouped, dim=1).repeat_interleave(G)
-        if scale == "group":
-            std = nanstd(grouped, dim=1).repeat_interleave(G) if G > 1 else torch.zeros_like(rewards)
-            advantages = advantages / (std + 1e-4)
-        elif scale == "batch":
+        if scale == "batch":
             std = nanstd(rewards).expand_as(rewards) if rewards.numel() > 1 else torch.zeros_like(rewards)
+        else:
+            std = nanstd(grouped, dim=1).repeat_interleave(G) if G > 1 else torch.zeros_like(rewards)
+        if scale != "none":
             advantages = advantages / (std + 1e-4)
-        return torch.nan_to_num(advantages, nan=0.0)
+        return torch.nan_to_num(advantages, nan=0.0), std
 
     def _placebo(self, N: int, G: int, mode: str) -> torch.Tensor:
         """The placebo's cross-group permutation of the gathered rows (seeded: the same on every process)."""
