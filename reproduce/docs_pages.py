@@ -28,8 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reproduce.common import PAPER_FIGURES
+
 ROOT = Path(__file__).resolve().parent.parent
-PAPER_FIGURES = ROOT / "paper_figures"
 #: experiments whose design is written in another module's docstring
 DESIGN_MODULE = {"countdown_replication": "countdown_evidence"}
 #: folders of timing measurements: rendered on the speed page, not as a results page
