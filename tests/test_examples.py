@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 #: examples that train (TRL steps on a tiny model or SmolLM2): tens of seconds on a CPU
-TRAINING = {"trl_gapo_reward.py", "trl_smollm2_own_reward.py"}
+TRAINING = {"trl_gapo.py", "trl_smollm2_own_reward.py"}
 
 
 def test_the_examples_folder_holds_the_documented_scripts():

@@ -1,7 +1,7 @@
 """GAPO's group-aware frequency reward in TRL: the method `diversity_method="gapo"` (on a tiny offline model).
 
     pip install "setpo[trl]"
-    python examples/trl_gapo_reward.py
+    python examples/trl_gapo.py
 
 GAPO rewards a valid answer by how rare it is in its group: R_i = 1 - (f_i - 1/L) for an answer in the prompt's
 valid set V (f_i: its share of the group's valid answers, L = |V|), -1 otherwise (GAPO eq. 3). With
