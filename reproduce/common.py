@@ -30,6 +30,7 @@ import yaml
 from setpo.files import RUN_MARK, OutError, check_out, read_yaml
 
 MANIFEST = RUN_MARK
+RUN_FORMAT = 2  # the format of MANIFEST: every file recorded by its writer before it was written
 LOCK = ".setpo-run.lock"
 PUBLISH_RECORD = ".setpo-published.json"
 PAPER_FIGURES = Path(__file__).resolve().parent.parent / "paper_figures"
@@ -205,6 +206,8 @@ class RunDir:
     (created exclusively, naming the PID and command) is held by a live process. A lock left by a dead process
     is taken over with a message. Each `save` re-reads config.json and refuses to record a step under a config
     another writer replaced. A resume under other package versions prints them and records them in config.json.
+    A folder written by an older setpo (a run config.json but no list, or a list of ``setpo_run`` 1, made by
+    watching the folder) is refused whole, with or without ``overwrite``: nothing there is resumed or deleted.
 
     `extend` names integer config keys that only say how many independent units (seeds) the run has: a config that
     differs from the recorded one in those keys alone opens the run too. With larger values the run grows (its
@@ -246,7 +249,6 @@ class RunDir:
         self._files: set[str] = set(manifest.get("files", ()))
         self._dirs: set[str] = set(manifest.get("dirs", ()))
         self._trees: set[str] = set(manifest.get("trees", ()))
-        self._watched = bool(manifest.get("watched"))  # lists of an older version, made by watching the folder
         _OPEN_RUNS.append(self)
         self._write_manifest()  # before anything else, so an interrupted start is still recognised as a run
         self._recorded = self._open_config(cfg, extend)
@@ -321,12 +323,6 @@ class RunDir:
 
     def _clear(self, manifest: dict) -> None:
         """Delete the files and trees of `manifest`, then the folders it created once empty; name what is kept."""
-        if manifest.get("watched"):
-            raise RunExistsError(
-                f"{self.path} was written by an older setpo that listed its files by watching the folder, so its "
-                "list may hold files of yours; --overwrite deletes nothing there: delete the folder yourself "
-                "(after moving out any file of yours), or choose another --out folder"
-            )
         _delete_listed(self.path, manifest)
         kept = _walk(self.path)
         if kept:
@@ -339,12 +335,11 @@ class RunDir:
         write_json(
             self.path / MANIFEST,
             {
-                "setpo_run": 2,
+                "setpo_run": RUN_FORMAT,
                 "command": self.command,
                 "files": sorted(self._files),
                 "dirs": sorted(self._dirs),
                 "trees": sorted(self._trees),
-                **({"watched": True} if self._watched else {}),
             },
         )
 
@@ -582,25 +577,37 @@ def _inspect(path: Path, command: str | None = None) -> dict | None:
     marker = path / MANIFEST
     if marker.is_file():
         manifest, damage = _read_json(marker)
-        if damage or not isinstance(manifest, dict) or not {"files", "dirs"} <= set(manifest):
-            raise RunExistsError(
-                f"{marker} is damaged ({damage or 'not a run file list'}); it says which files the run wrote, so "
-                "nothing is deleted: remove the folder yourself if it holds only that run, or choose another --out"
-            )
-        mark = manifest.get("command")
+        mark = manifest.get("command") if isinstance(manifest, dict) else None
         if mark not in (None, "reproduce") and command is not None and mark != command:
             raise RunExistsError(
                 f"{path} holds a run of {mark!r}, not of {command!r}; refusing to write into it or delete anything "
                 "there: choose another --out folder"
             )
-        if manifest.get("setpo_run") == 1:  # listed by watching the folder: resumable, never deleted by --overwrite
-            manifest = {"files": manifest["files"], "dirs": manifest["dirs"], "trees": [], "watched": True}
+        if damage or not isinstance(manifest, dict) or not {"files", "dirs"} <= set(manifest):
+            raise RunExistsError(
+                f"{marker} is damaged ({damage or 'not a run file list'}); it says which files the run wrote, so "
+                "nothing is deleted: remove the folder yourself if it holds only that run, or choose another --out"
+            )
+        if manifest.get("setpo_run") != RUN_FORMAT:
+            raise RunExistsError(_older_run(path, "its list of files was made by watching the folder"))
         return manifest
+    if _is_run_config(_read_json(path / "config.json")[0] if (path / "config.json").is_file() else None):
+        raise RunExistsError(_older_run(path, f"it kept no {MANIFEST}"))
     try:
         check_out(path, command or "reproduce")  # a new or empty folder passes; any other is refused
     except OutError as err:
         raise RunExistsError(str(err)) from None
     return None
+
+
+def _older_run(path: Path, why: str) -> str:
+    """The refusal of a run folder written by an older setpo, whose record of the run's own files is missing or
+    unreliable: nothing there is resumed, replaced or deleted."""
+    return (
+        f"{path} holds a run of an older setpo ({why}), so which files are the run's is not known: it is neither "
+        "resumed nor cleared by --overwrite; move out any file of yours, delete the folder, and run again (or "
+        "choose another --out folder)"
+    )
 
 
 def check_out_dir(path: str | Path) -> Path:

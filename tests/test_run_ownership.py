@@ -465,9 +465,9 @@ def test_reproduce_out_pointing_at_a_file_is_one_line(tmp_path, capsys):
     assert target.read_text() == "mine"
 
 
-def test_a_toy_bandit_run_killed_mid_run_then_a_users_file_then_overwrite(tmp_path):
-    """A real `python -m reproduce toy_bandit` process, killed with SIGKILL after its first step."""
-    out = tmp_path / "R"
+def _killed_toy_bandit(out: Path) -> subprocess.Popen:
+    """A real `python -m reproduce toy_bandit --profile smoke` process into `out`, killed with SIGKILL after its
+    first step was saved (while the second runs)."""
     proc = _python(
         f"""
         import sys, time
@@ -489,13 +489,48 @@ def test_a_toy_bandit_run_killed_mid_run_then_a_users_file_then_overwrite(tmp_pa
     assert proc.stdout.readline().strip() == "first step saved"
     proc.send_signal(signal.SIGKILL)
     assert proc.wait(timeout=60) == -signal.SIGKILL
-    (out / "post_mortem.md").write_text("the run died after its first step")
     assert (out / "samples_grpo.pt").exists() and (out / LOCK).exists()
+    return proc
+
+
+def _reproduce(*argv: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    again = [sys.executable, "-m", "reproduce", "toy_bandit", "--profile", "smoke", "--seeds", "3"]
-    done = subprocess.run([*again, "--out", str(out), "--overwrite"], env=env, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "reproduce", *argv], env=env, capture_output=True, text=True)
+
+
+def test_a_toy_bandit_run_killed_mid_run_then_a_users_file_then_overwrite(tmp_path):
+    out = tmp_path / "R"
+    proc = _killed_toy_bandit(out)
+    (out / "post_mortem.md").write_text("the run died after its first step")
+    done = _reproduce("toy_bandit", "--profile", "smoke", "--seeds", "3", "--out", str(out), "--overwrite")
     assert done.returncode == 0, done.stderr
     assert f"taking over the lock of PID {proc.pid}" in done.stderr
     assert f"kept 1 file(s) in {out} that the run did not write: post_mortem.md" in done.stderr
     assert (out / "post_mortem.md").read_text() == "the run died after its first step"
     assert json.loads((out / "config.json").read_text())["config"]["seeds"] == 3
+
+
+def test_a_run_killed_mid_run_resumes_to_the_results_of_an_unbroken_run(tmp_path):
+    """SIGKILL after the first step, then the same command: every table and step equals a run never killed."""
+    killed, whole = tmp_path / "killed", tmp_path / "whole"
+    _killed_toy_bandit(killed)
+    first = (killed / "steps" / "grpo.json").read_bytes()
+    resumed = _reproduce("toy_bandit", "--profile", "smoke", "--out", str(killed))
+    assert resumed.returncode == 0, resumed.stderr
+    assert (killed / "steps" / "grpo.json").read_bytes() == first  # loaded, not redone
+    assert _reproduce("toy_bandit", "--profile", "smoke", "--out", str(whole)).returncode == 0
+
+    def results(folder: Path) -> dict[str, bytes]:
+        # every file but the wall times, the start time in config.json and the figures (their pixels)
+        skip = {"timing.json", "config.json", MANIFEST}
+        files = [p for p in folder.rglob("*") if p.is_file() and p.name not in skip and p.suffix != ".png"]
+        return {str(p.relative_to(folder)): p.read_bytes() for p in files}
+
+    got, want = results(killed), results(whole)
+    assert sorted(got) == sorted(want) and "summary.csv" in got and "steps/setpo.json" in got
+    assert got == want
+    manifests = [json.loads((f / MANIFEST).read_text()) for f in (killed, whole)]
+    assert manifests[0] == manifests[1]  # the same files recorded as the run's
+    configs = [json.loads((f / "config.json").read_text())["config"] for f in (killed, whole)]
+    assert configs[0] == configs[1]
+    assert not (killed / LOCK).exists()
