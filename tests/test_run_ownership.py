@@ -296,6 +296,33 @@ def test_two_runs_at_once_the_second_is_refused_naming_the_holder(tmp_path, caps
     assert not (out / LOCK).exists()
 
 
+def test_two_commands_started_at_once_into_one_folder_one_is_refused(tmp_path):
+    """Two real `python -m reproduce toy_bandit` processes with different seeds, started together into one folder:
+    one finishes, the other is refused in one line (in use, or a different config once the first is done), and
+    config.json describes the results that are there."""
+    out = tmp_path / "R"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = {
+        seeds: subprocess.Popen(
+            [sys.executable, "-m", "reproduce", "toy_bandit", *SMOKE, "--seeds", seeds, "--out", str(out)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for seeds in ("2", "3")
+    }
+    ended = {seeds: (proc.wait(timeout=120), proc.stderr.read()) for seeds, proc in procs.items()}
+    assert sorted(rc for rc, _ in ended.values()) == [0, 2], ended
+    winner = next(seeds for seeds, (rc, _) in ended.items() if rc == 0)
+    refusal = next(err for rc, err in ended.values() if rc == 2).strip().splitlines()[-1]
+    assert refusal.startswith(f"python -m reproduce toy_bandit: error: {out} ")
+    assert "is in use by PID" in refusal or "holds a run with a different config (differs in: seeds)" in refusal
+    assert json.loads((out / "config.json").read_text())["config"]["seeds"] == int(winner)
+    assert len(json.loads((out / "steps" / "grpo.json").read_text())["runs"]) == int(winner)
+    assert not (out / LOCK).exists()
+
+
 def test_a_step_is_not_saved_under_a_config_another_writer_replaced(tmp_path):
     out = tmp_path / "R"
     run = RunDir(out, {"profile": "smoke", "seeds": 2})
