@@ -251,14 +251,17 @@ def test_prepare_follows_the_rule_and_says_what_no_hub_needs(tmp_path, capsys):
 def test_theory_report_and_bench_json_follow_the_rule(tmp_path, capsys):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
+        import bench_credits
         import bench_embedders
+        import bench_smollm2
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
     from theory.__main__ import main as theory_main
 
     mine = tmp_path / "report.md"
     mine.write_text("my report")
-    for main, flag in ((theory_main, "--report"), (bench_embedders.main, "--json")):
+    commands = ((theory_main, "--report"), (bench_embedders.main, "--json"), (bench_credits.main, "--json"))
+    for main, flag in (*commands, (bench_smollm2.main, "--json")):  # each refused before it times anything
         for target, message in (
             (str(mine), "exists; pass --overwrite to replace it"),
             ("", "is an empty string"),
@@ -270,6 +273,8 @@ def test_theory_report_and_bench_json_follow_the_rule(tmp_path, capsys):
             err = capsys.readouterr().err
             assert exc.value.code == 2 and message in err and len(err.strip().splitlines()) == 1, (flag, err)
     assert mine.read_text() == "my report"
+    assert bench_credits.main(["--batch", "2", "--groups", "6", "--json", str(mine), "--overwrite"]) == 0
+    assert json.loads(mine.read_text())["rows"][0]["G"] == 6  # replaced, as asked
     with pytest.raises(SystemExit) as exc:
         bench_embedders.main(["--repeats", "0"])
     assert exc.value.code == 2 and "must be >= 1" in capsys.readouterr().err
