@@ -232,7 +232,9 @@ class RunDir:
         try:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as err:
-            raise RunExistsError(f"cannot create the run folder {self.path}: {err.strerror or err}") from err
+            raise RunExistsError(
+                f"cannot create the run folder {self.path}: {err.strerror or err}; choose another --out"
+            ) from err
         self._lock()
         try:
             manifest = self.check(self.path, cfg, overwrite, extend, command=command)  # again, now that it is ours
@@ -781,9 +783,22 @@ def chosen_config(
             cfg = dataclasses.replace(cfg)  # a copy: some configs are mutable
         if seeds is not None and getattr(args, "seeds", None) is not None:
             cfg = seeds(cfg, args.seeds)
-    except (ValueError, TypeError, yaml.YAMLError) as err:
+    except yaml.YAMLError as err:
+        p.error(_yaml_error(config_file, err))
+    except (ValueError, TypeError) as err:
         p.error(" ".join(str(err).split()))
     return cfg
+
+
+def _yaml_error(path: Path, err: yaml.YAMLError) -> str:
+    """A YAML syntax error of --config FILE as one line naming the file, the line and what to do."""
+    mark = getattr(err, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(err, "problem", None) or " ".join(str(err).split())
+    return (
+        f"--config {path} is not valid YAML ({problem}{where}); fix that line, or start from the file "
+        "--print-config writes"
+    )
 
 
 def print_config(cfg: Any, name: str, args: argparse.Namespace) -> Callable[[], int]:

@@ -566,3 +566,20 @@ def test_a_run_killed_mid_run_resumes_to_the_results_of_an_unbroken_run(tmp_path
     configs = [json.loads((f / "config.json").read_text())["config"] for f in (killed, whole)]
     assert configs[0] == configs[1]
     assert not (killed / LOCK).exists()
+
+
+def test_a_config_file_that_is_not_yaml_and_an_out_that_cannot_be_made_say_what_to_do(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("seeds: 2\nsweep: [1\n")
+    rc, _, err = _run(["countdown", *SMOKE, "--config", str(bad), "--print-config"], capsys)
+    assert rc == 2 and err.strip() == (
+        f"python -m reproduce countdown: error: --config {bad} is not valid YAML (expected ',' or ']', but got "
+        "'<stream end>' at line 3, column 1); fix that line, or start from the file --print-config writes (see --help)"
+    )
+    (tmp_path / "file.txt").write_text("mine")
+    out = tmp_path / "file.txt" / "R"
+    rc, _, err = _run(["toy_bandit", *SMOKE, "--out", str(out)], capsys)
+    assert rc == 2 and err.strip() == (
+        f"python -m reproduce toy_bandit: error: cannot create the run folder {out}: Not a directory; "
+        "choose another --out"
+    )
