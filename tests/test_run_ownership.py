@@ -583,3 +583,23 @@ def test_a_config_file_that_is_not_yaml_and_an_out_that_cannot_be_made_say_what_
         f"python -m reproduce toy_bandit: error: cannot create the run folder {out}: Not a directory; "
         "choose another --out"
     )
+
+
+def test_setpo_eval_with_a_damaged_weights_file_is_one_line(tmp_path, capsys):
+    from setpo.eval.__main__ import main as eval_main
+    from setpo.tiny import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "model", hidden_size=16, num_layers=1, num_heads=2)
+    weights = model / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])  # truncated
+    data = tmp_path / "data" / "aime24"
+    data.mkdir(parents=True)
+    pd.DataFrame([{"prompt": "1 + 1?", "answer": "2"}]).to_parquet(data / "test.parquet")
+    argv = ["--model", str(model), "--out", str(tmp_path / "ev"), "--data", str(tmp_path / "data")]
+    capsys.readouterr()  # the build's progress bar
+    with pytest.raises(SystemExit) as exc:
+        eval_main([*argv, "--benchmarks", "aime24", "--n", "1", "--backend", "hf"])
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith(f"python -m setpo.eval: error: a weights file of the model {str(model)!r} is damaged (")
+    assert err.endswith("copy or save the checkpoint again")

@@ -191,6 +191,14 @@ def _main(argv: list[str]) -> int:
         generate = make_generator(a.model, sampling, backend=a.backend)
     except (OSError, ValueError, ImportError) as e:
         p.exit(2, f"error: cannot load the model {a.model!r}: {e}\n")
+    except Exception as e:  # noqa: BLE001 - safetensors' error type is known only once the module is loaded
+        if type(e).__name__ != "SafetensorError" or os.environ.get("SETPO_TRACEBACK"):
+            raise
+        p.exit(
+            2,
+            f"{PROG}: error: a weights file of the model {a.model!r} is damaged ({' '.join(str(e).split())[:120]}); "
+            "copy or save the checkpoint again\n",
+        )
     results = {}
     for bench in a.benchmarks:
         bench_sampling = config_dict(sampling) | {"n": n_for[bench]}
