@@ -1036,9 +1036,21 @@ def cli(main: Callable[[list[str]], int], argv: list[str] | None = None, prog: s
             signal.signal(signal.SIGTERM, previous)
 
 
+MAX_ERROR_CHARS = 400  # a user error's text beyond this is cut (an error line, not a dump)
+
+
 def _user_error_line(err: BaseException) -> str:
-    """A user error as one line: its text, what to do for a damaged model file, its type unless it is ours."""
-    msg = " ".join(str(err).split()) or type(err).__name__
+    """A user error as one line: its text (torch's C++ frames cut off), what to do for a damaged model file or a
+    size too large, its type unless it is ours."""
+    text = str(err)
+    for frames in ("Exception raised from ", "frame #0"):  # torch appends its C++ stack to some messages
+        text = text.split(frames, 1)[0]
+    msg = " ".join(text.split()) or type(err).__name__
+    msg += '"' if msg.count('"') % 2 else ""  # a quote the cut left open
+    if len(msg) > MAX_ERROR_CHARS:
+        msg = msg[: MAX_ERROR_CHARS - 4] + " ..."
+    if "overflow" in msg.lower():
+        msg += "; a size is too large for this machine: ask for a smaller profile or fewer seeds"
     if type(err).__name__ == "SafetensorError":
         msg += "; a model file in the run folder is damaged: delete that model's step under steps/ to redo it"
     if not isinstance(err, (RunExistsError, PublishError, UsageError, OutError)):

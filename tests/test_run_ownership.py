@@ -465,6 +465,17 @@ def test_a_size_too_large_for_memory_and_a_damaged_model_file_are_one_line(tmp_p
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("p: error: out of memory (") and "smaller profile" in err
 
+    def overflow(argv):
+        torch.zeros(1, 1).expand(10**20, 1)  # torch's TypeError carries 1,000 characters of C++ frames
+
+    assert common.cli(overflow, [], prog="p") == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "p: error: expand(): argument 'size' failed to unpack the object at pos 1 with error \"Overflow when "
+        'unpacking long long"; a size is too large for this machine: ask for a smaller profile or fewer seeds '
+        "(TypeError; SETPO_TRACEBACK=1 shows where)"
+    )
+
     damaged = tmp_path / "model.safetensors"
     damaged.write_bytes(b"\xff" * 64)
     assert common.cli(lambda argv: load_file(damaged), [], prog="p") == 2
