@@ -205,7 +205,7 @@ def test_setpo_eval_keeps_the_tables_of_another_request(tmp_path, capsys):
     (out / "pass1.md").write_text("the other model's table")
     data = tmp_path / "data" / "aime24"
     data.mkdir(parents=True)
-    pd.DataFrame([{"prompt": "1 + 1?", "answer": "2"}]).to_parquet(data / "test.parquet")
+    pd.DataFrame([{"prompt": "1 + 1?", "reward_model": {"ground_truth": "2"}}]).to_parquet(data / "test.parquet")
     with pytest.raises(SystemExit) as exc:
         eval_main(["--model", "none", "--out", str(out), "--data", str(tmp_path / "data"), "--benchmarks", "aime24"])
     err = capsys.readouterr().err
@@ -605,7 +605,7 @@ def test_setpo_eval_with_a_damaged_weights_file_is_one_line(tmp_path, capsys):
     weights.write_bytes(weights.read_bytes()[:1000])  # truncated
     data = tmp_path / "data" / "aime24"
     data.mkdir(parents=True)
-    pd.DataFrame([{"prompt": "1 + 1?", "answer": "2"}]).to_parquet(data / "test.parquet")
+    pd.DataFrame([{"prompt": "1 + 1?", "reward_model": {"ground_truth": "2"}}]).to_parquet(data / "test.parquet")
     argv = ["--model", str(model), "--out", str(tmp_path / "ev"), "--data", str(tmp_path / "data")]
     capsys.readouterr()  # the build's progress bar
     with pytest.raises(SystemExit) as exc:
@@ -614,3 +614,37 @@ def test_setpo_eval_with_a_damaged_weights_file_is_one_line(tmp_path, capsys):
     assert exc.value.code == 2 and len(err.splitlines()) == 1, err
     assert err.startswith(f"python -m setpo.eval: error: a weights file of the model {str(model)!r} is damaged (")
     assert err.endswith("copy or save the checkpoint again")
+
+
+@pytest.mark.parametrize(
+    "row, why",
+    [
+        ({"reward_model": {"ground_truth": "2"}}, "row 0 has no prompt"),
+        ({"prompt": "1 + 1?", "answer": "2"}, "row 0 has no reference answer"),  # not the prepared format
+    ],
+)
+def test_setpo_eval_names_a_prepared_row_it_cannot_score(tmp_path, capsys, row, why):
+    from setpo.eval.__main__ import main as eval_main
+
+    data = tmp_path / "data" / "aime24"
+    data.mkdir(parents=True)
+    pd.DataFrame([row]).to_parquet(data / "test.parquet")
+    with pytest.raises(SystemExit) as exc:
+        eval_main(
+            [
+                "--model",
+                "none",
+                "--out",
+                str(tmp_path / "ev"),
+                "--data",
+                str(tmp_path / "data"),
+                "--benchmarks",
+                "aime24",
+            ]
+        )
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and err == (
+        f"python -m setpo.eval: error: {data / 'test.parquet'} {why} "
+        "(python -m setpo.data.prepare --overwrite writes it again)"
+    )
+    assert not (tmp_path / "ev").exists()  # refused before anything is written
