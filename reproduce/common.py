@@ -590,8 +590,12 @@ def _inspect(path: Path, command: str | None = None) -> dict | None:
                 f"{marker} is damaged ({damage or 'not a run file list'}); it says which files the run wrote, so "
                 "nothing is deleted: remove the folder yourself if it holds only that run, or choose another --out"
             )
-        if manifest.get("setpo_run") != RUN_FORMAT:
-            raise RunExistsError(_older_run(path, "its list of files was made by watching the folder"))
+        version = manifest.get("setpo_run")
+        if version != RUN_FORMAT:
+            why = f"its list of files is of format {version!r}, not {RUN_FORMAT}"
+            raise RunExistsError(
+                _older_run(path, "its list of files was made by watching the folder" if version == 1 else why)
+            )
         return manifest
     if _is_run_config(_read_json(path / "config.json")[0] if (path / "config.json").is_file() else None):
         raise RunExistsError(_older_run(path, f"it kept no {MANIFEST}"))
