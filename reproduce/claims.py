@@ -345,7 +345,7 @@ def answer(figures: Path = PAPER_FIGURES) -> str:
 def readme_with_answer(text: str, figures: Path = PAPER_FIGURES) -> str:
     """The README text with the block between the answer markers replaced by `answer`."""
     if BEGIN not in text or END not in text:
-        raise ValueError(f"README.md lacks the markers {BEGIN!r} ... {END!r}")
+        raise ValueError(f"README.md lacks the markers {BEGIN!r} ... {END!r}; put them back around the answer")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     return f"{head}{BEGIN}\n{answer(figures)}{END}{tail}"
@@ -363,8 +363,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(text, end="")
     if args.write:
-        (PAPER_FIGURES / OUT).write_text(text)
-        README.write_text(readme_with_answer(README.read_text()))
+        try:
+            readme = readme_with_answer(README.read_text(), PAPER_FIGURES)
+            (PAPER_FIGURES / OUT).write_text(text)
+            README.write_text(readme)
+        except (ValueError, OSError) as err:  # README without the answer markers, or a file that cannot be written
+            print(f"{p.prog}: error: {' '.join(str(err).split())}", file=sys.stderr)
+            return 2
     return 0
 
 

@@ -60,3 +60,19 @@ def test_a_damaged_earlier_table_is_one_line(figures, capsys):
         err
         == f"python -m reproduce.claims: error: {path} is damaged; restore the committed copy (git checkout -- {path})"
     )
+
+
+def test_write_into_a_readme_without_the_answer_markers_is_one_line_and_writes_nothing(
+    figures, tmp_path, monkeypatch, capsys
+):
+    readme = tmp_path / "README.md"
+    readme.write_text("# a README whose answer markers were deleted\n")
+    monkeypatch.setattr(claims, "README", readme)
+    before = (figures / "claims.md").read_bytes()
+    assert claims.main(["--write"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err.startswith("python -m reproduce.claims: error: README.md lacks the markers ") and len(err.splitlines()) == 1
+    )
+    assert err.endswith("put them back around the answer")
+    assert (figures / "claims.md").read_bytes() == before and readme.read_text().startswith("# a README whose")
