@@ -110,10 +110,16 @@ def _jsonable(obj: Any) -> Any:
 def write_json(path: Path, obj: Any) -> None:
     """Write `obj` as indented JSON (dataclasses, numpy scalars and paths converted), atomically (tmp + rename).
 
-    Inside the folder of an open `RunDir` the file is first recorded as that run's (see `RunDir.claim`)."""
-    path = _claim_open(Path(path))
+    Inside the folder of an open `RunDir` the file and its temporary file are first recorded as that run's (see
+    `RunDir.claim`), so a write cut by a kill leaves no file the run's list does not name."""
+    path = Path(path)
+    run = _open_run(path)
+    if run is not None:
+        path = run.claim(path)
+        tmp = run.claim(path.with_name(f".{path.name}.tmp"))  # one name: the run's lock makes it the only writer
+    else:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(_jsonable(obj), indent=2, sort_keys=True) + "\n")
     os.replace(tmp, path)
 
@@ -502,14 +508,20 @@ class RunDir:
 _OPEN_RUNS: list[RunDir] = []
 
 
-def _claim_open(path: Path) -> Path:
-    """`path`, recorded first as a file of the open run whose folder holds it (if any; see `RunDir.claim`)."""
+def _open_run(path: Path) -> RunDir | None:
+    """The open run whose folder holds `path` (its own MANIFEST and LOCK excepted), if any."""
     target = os.path.abspath(path)
     for run in reversed(_OPEN_RUNS):
         root = os.path.abspath(run.path)
         if target.startswith(root + os.sep) and Path(target).name not in (MANIFEST, LOCK):
-            return run.claim(path)
-    return path
+            return run
+    return None
+
+
+def _claim_open(path: Path) -> Path:
+    """`path`, recorded first as a file of the open run whose folder holds it (if any; see `RunDir.claim`)."""
+    run = _open_run(path)
+    return path if run is None else run.claim(path)
 
 
 def _mkparent(path: Path) -> Path:

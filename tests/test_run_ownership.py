@@ -83,7 +83,9 @@ def test_a_file_written_into_a_running_runs_folder_survives_overwrite(tmp_path, 
     rc, _, err = _run(["toy_bandit", *SMOKE, "--seeds", "3", "--out", str(out), "--overwrite"], capsys)
     assert rc == 0 and (out / "notes.txt").read_text() == "my notes"
     assert f"--overwrite: kept 1 file(s) in {out} that the run did not write: notes.txt" in err
-    top = {f for f in listed["files"] if "/" not in f}
+    renamed = {f for f in listed["files"] if f.endswith(".tmp")}  # the temporary files of atomic JSON writes
+    assert renamed and not any((out / f).exists() for f in renamed)
+    top = {f for f in listed["files"] if "/" not in f} - renamed
     assert {p.name for p in out.iterdir()} == top | {"notes.txt", MANIFEST, "steps"}  # no file of another run
 
 
@@ -101,6 +103,37 @@ def test_sigkill_then_a_users_file_then_overwrite(tmp_path, capsys):
     assert "kept 1 file(s)" in err and "post_mortem.md" in err
     assert (out / "post_mortem.md").read_text() == "what happened"
     assert not (out / "half_written.pt").exists() and not (out / "steps" / "first.json").exists()
+
+
+def test_a_json_write_cut_by_sigkill_leaves_only_files_the_list_names(tmp_path, capsys):
+    """Killed between writing a step's temporary file and renaming it: the temporary file was recorded first, so
+    --overwrite deletes it and keeps nothing but the user's file."""
+    out = tmp_path / "R"
+    proc = _python(
+        f"""
+        import os, signal
+        from reproduce import common
+        run = common.RunDir({str(out)!r}, {{"a": 1}})
+        print("open", flush=True)
+
+        replace = os.replace
+
+        def die(src, dst):  # killed as it renames the step's file into place, after the list was flushed
+            if str(dst).endswith("first.json"):
+                os.kill(os.getpid(), signal.SIGKILL)
+            replace(src, dst)
+
+        common.os.replace = die
+        run.save("first", {{"x": 1}})
+        """
+    )
+    assert proc.stdout.readline().strip() == "open"
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+    assert (out / "steps" / ".first.json.tmp").is_file() and not (out / "steps" / "first.json").exists()
+    (out / "notes.md").write_text("mine")
+    RunDir(out, {"a": 2}, overwrite=True).close()
+    assert f"kept 1 file(s) in {out} that the run did not write: notes.md" in capsys.readouterr().err
+    assert not (out / "steps").exists() and (out / "notes.md").read_text() == "mine"
 
 
 def test_a_writer_never_replaces_a_file_it_did_not_write(tmp_path, capsys):
