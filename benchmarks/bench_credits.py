@@ -6,9 +6,10 @@ training step (``--step-ms``), the closed form's share of that step. Figures onl
 Algorithm 1 before timing.
 
     python benchmarks/bench_credits.py [--batch 512] [--groups 6 16 64] [--threads 1] [--device cuda]
-        [--step-ms 2000] [--json out.json]
+        [--step-ms 2000] [--json out.json [--overwrite]]
 
-On CUDA every timed call is followed by a device synchronisation.
+On CUDA every timed call is followed by a device synchronisation. ``--json`` follows `setpo.files.check_out`: an
+existing file is replaced only with ``--overwrite``.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
 
 import torch
 
 from setpo import cosine_kernel, get_shaping, loo_credits, loo_credits_reference
+from setpo.files import OutError, check_out
 
 MAX_G = 1024  # Algorithm 1 is O(G^3) per group: beyond this one timing takes minutes
 
@@ -70,10 +73,15 @@ def check_args(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         ap.error(f"--step-ms must be > 0 (a measured training step), got {args.step_ms}")
     if args.device == "cuda" and not torch.cuda.is_available():
         ap.error(f"--device cuda: torch {torch.__version__} sees no CUDA device")
+    if args.json is not None:
+        try:
+            args.json = check_out(args.json, "bench_credits", flag="--json", is_file=True, overwrite=args.overwrite)
+        except OutError as err:
+            ap.exit(2, f"{ap.prog}: error: {err}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python benchmarks/bench_credits.py", description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--groups", type=int, nargs="*", default=[6, 16, 64])
     ap.add_argument("--dim", type=int, default=384)
@@ -83,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--step-ms", type=float, default=None, help="a measured training step time, for the share")
     ap.add_argument("--json", default=None, help="also write the rows to this JSON file")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = ap.parse_args(argv)
     check_args(ap, args)
     try:
@@ -122,10 +131,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{G:>4} {row['closed_form_ms']:>10.3f}ms {row['algorithm1_ms']:>10.3f}ms {row['speedup']:>8.1f}x "
             f"{row['credits_per_s']:>12.3g} {share:>10}"
         )
-    if args.json:
-        with open(args.json, "w") as f:
-            meta = {"dtype": args.dtype, "device": args.device, "where": where, "step_ms": args.step_ms}
-            json.dump({**meta, "threads": torch.get_num_threads(), "rows": rows}, f, indent=2)
+    if args.json is not None:
+        meta = {"dtype": args.dtype, "device": args.device, "where": where, "step_ms": args.step_ms}
+        try:
+            args.json.write_text(json.dumps({**meta, "threads": torch.get_num_threads(), "rows": rows}, indent=2))
+        except OSError as err:
+            print(f"{ap.prog}: error: cannot write --json {args.json}: {err.strerror or err}", file=sys.stderr)
+            return 2
     return 0
 
 

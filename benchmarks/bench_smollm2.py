@@ -1,6 +1,6 @@
 """Time one SmolLM2 arm-seed of the primes experiment on the published path and on the shared-prefix path.
 
-    python benchmarks/bench_smollm2.py [--steps 30] [--threads 2] [--rounds 1] [--seed 0] [--json PATH]
+    python benchmarks/bench_smollm2.py [--steps 30] [--threads 2] [--rounds 1] [--seed 0] [--json PATH [--overwrite]]
 
 An arm-seed: the SetPO arm (ratio 0.3, seed ``--seed``, G 6) trained for ``--steps`` LoRA RL steps with the settings of
 `reproduce.smollm2_primes` PROFILES["full"] (4 prompts per step, 8 completion tokens, LoRA r 16), then its
@@ -42,6 +42,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `reproduce` (the arm-seed) lives in the checkout
 import torch
+
+from setpo.files import OutError, check_out
 
 STAGES = ("generation", "reward_credits", "ref_old_logps", "loss_forward", "backward_optimizer", "setup",
           "eval_sampling")  # fmt: skip
@@ -212,16 +214,28 @@ def model_dims() -> dict:
             "layers": cfg.num_hidden_layers}  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(argv: list[str] | None = None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The parsed command line; counts below 1 and a --json the rule of every output refuses end in one line."""
+    parser = argparse.ArgumentParser(prog="python benchmarks/bench_smollm2.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=30, help="RL steps per arm-seed (the full profile: 30)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds (each times both paths)")
     parser.add_argument("--seed", type=int, default=0, help="the arm-seed's training seed (both paths)")
-    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser.add_argument("--json", default=None, help="write the results here (a new file)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = parser.parse_args(argv)
     if args.steps < 1 or args.rounds < 1 or args.threads < 1:
         parser.error(f"--steps, --rounds and --threads must be >= 1 (got {args.steps}, {args.rounds}, {args.threads})")
+    if args.json is not None:  # checked before minutes of training, by the one rule of every output
+        try:
+            args.json = check_out(args.json, "bench_smollm2", flag="--json", is_file=True, overwrite=args.overwrite)
+        except OutError as err:
+            parser.exit(2, f"{parser.prog}: error: {err}\n")
+    return parser, args
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser, args = parse_args(argv)
     torch.set_num_threads(args.threads)
     gflops = matmul_gflops(args.threads)
     shown = ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in gflops.items())
@@ -255,11 +269,16 @@ def main(argv: list[str] | None = None) -> int:
     for x in results:
         print(f"round {x['round'] + 1} {x['path']}: total {x['total_s']:.1f} s, final reward {x['final_reward']}, "
               f"pass {x['pass']}")  # fmt: skip
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        report = {"args": {k: str(v) for k, v in vars(args).items()}, "matmul_gflops": gflops, "model": dims,
+    if args.json is not None:
+        shown = {k: str(v) for k, v in vars(args).items() if k != "overwrite"}
+        report = {"args": shown, "matmul_gflops": gflops, "model": dims,
                   "runs": results, "median_stages_s": med, "median_total_s": total, "flops": fl}  # fmt: skip
-        args.json.write_text(json.dumps(report, indent=1))
+        try:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(report, indent=1))
+        except OSError as err:
+            print(f"{parser.prog}: error: cannot write --json {args.json}: {err.strerror or err}", file=sys.stderr)
+            return 2
     return 0
 
 

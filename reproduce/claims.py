@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,6 +92,54 @@ CONFIRMATORY = (
 )
 
 
+class ResultsError(ValueError):
+    """A published results file that is missing or cannot be read (the message names it and how to restore it)."""
+
+
+#: columns of contrasts.csv read by `find` and by `confirmatory`; which are whole numbers, numbers, and numbers
+#: when not empty
+FIND_COLUMNS = ("claim", "decoding", "metric", "G", "n", "seeds_up", "seeds_down", "mean", "p_exact")
+CONFIRM_COLUMNS = ("arm", "claim", "metric", "verdict", "n", "seeds_up", "mean", "p_exact")
+WHOLE, NUMBERS = ("G", "n", "seeds_up", "seeds_down"), ("mean", "p_exact")
+OPTIONAL_NUMBERS = ("rel", "rel_lo", "rel_hi", "t_lo", "t_hi", "p_holm", "boot_lo", "boot_hi", "at_ceiling")
+
+
+def _restore(path: Path) -> str:
+    return (f"restore the committed copy (git checkout -- {path}) or write it again (python -m reproduce.verdicts "
+            "--write)")  # fmt: skip
+
+
+def _bad_column(r: dict, columns: tuple[str, ...]) -> str | None:
+    """What is wrong with one row of contrasts.csv (one of `columns` missing, or not a number), or None."""
+    for k in columns:
+        if not isinstance(r.get(k), str):
+            return f"no {k!r} column"
+    try:
+        [int(r[k]) for k in WHOLE if k in columns]
+        [float(r[k]) for k in NUMBERS + tuple(k for k in OPTIONAL_NUMBERS if r.get(k) not in ("", None))]
+    except (TypeError, ValueError) as err:
+        return " ".join(str(err).split())[:120]
+    return None
+
+
+def read_contrasts(path: Path, columns: tuple[str, ...] = FIND_COLUMNS) -> list[dict[str, str]]:
+    """The rows of a published contrasts.csv, the `columns` read from it and every number checked;
+    `ResultsError` naming the file (and the line) and the way to restore it when it is missing or damaged."""
+    try:
+        with path.open(newline="") as f:
+            table = list(csv.DictReader(f))
+    except FileNotFoundError:
+        raise ResultsError(f"{path} is missing; {_restore(path)}") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        why = " ".join(str(err).split())[:120] or type(err).__name__
+        raise ResultsError(f"{path} is damaged ({why}); {_restore(path)}") from None
+    for line, r in enumerate(table, 2):
+        bad = _bad_column(r, columns)
+        if bad:
+            raise ResultsError(f"{path} is damaged (line {line}: {bad}); {_restore(path)}")
+    return table
+
+
 def confirmatory(figures: Path = PAPER_FIGURES) -> list[dict[str, object]]:
     """The H1, H2 and H3 rows of every published confirmatory experiment, as its contrasts.csv decided them."""
     out = []
@@ -98,17 +147,16 @@ def confirmatory(figures: Path = PAPER_FIGURES) -> list[dict[str, object]]:
         path = Path(figures) / experiment / "contrasts.csv"
         if not path.exists():
             continue
-        with path.open() as f:
-            for r in csv.DictReader(f):
-                if r["claim"][:4] in ("H1: ", "H2: ", "H3: ") and r["arm"] == "setpo_r0.3":
-                    out.append({"experiment": experiment, "setting": setting, "hypothesis": r["claim"][:2],
-                                "claim": r["claim"][4:], "metric": r["metric"], "n": int(r["n"]),
-                                "mean": float(r["mean"]), "rel": _num(r, "rel"), "rel_lo": _num(r, "rel_lo"),
-                                "rel_hi": _num(r, "rel_hi"), "t_lo": _num(r, "t_lo"), "t_hi": _num(r, "t_hi"),
-                                "p": float(r["p_exact"]), "p_holm": _num(r, "p_holm"),
-                                "boot_lo": _num(r, "boot_lo"), "boot_hi": _num(r, "boot_hi"),
-                                "seeds_up": int(r["seeds_up"]), "verdict": r["verdict"] if r["verdict"] != "-"
-                                else "reported"})  # fmt: skip
+        for r in read_contrasts(path, CONFIRM_COLUMNS):
+            if r["claim"][:4] in ("H1: ", "H2: ", "H3: ") and r["arm"] == "setpo_r0.3":
+                out.append({"experiment": experiment, "setting": setting, "hypothesis": r["claim"][:2],
+                            "claim": r["claim"][4:], "metric": r["metric"], "n": int(r["n"]),
+                            "mean": float(r["mean"]), "rel": _num(r, "rel"), "rel_lo": _num(r, "rel_lo"),
+                            "rel_hi": _num(r, "rel_hi"), "t_lo": _num(r, "t_lo"), "t_hi": _num(r, "t_hi"),
+                            "p": float(r["p_exact"]), "p_holm": _num(r, "p_holm"),
+                            "boot_lo": _num(r, "boot_lo"), "boot_hi": _num(r, "boot_hi"),
+                            "seeds_up": int(r["seeds_up"]), "verdict": r["verdict"] if r["verdict"] != "-"
+                            else "reported"})  # fmt: skip
     return out
 
 
@@ -126,11 +174,10 @@ def find(row: tuple, figures: Path = PAPER_FIGURES) -> dict[str, str]:
     """The contrasts.csv row a claim's setting reads; KeyError naming it when the published results lack it."""
     experiment, G, decoding, contrast, metric = row
     path = Path(figures) / experiment / "contrasts.csv"
-    with path.open() as f:
-        for r in csv.DictReader(f):
-            if (int(r["G"]), r["decoding"], r["claim"], r["metric"]) == (G, decoding, contrast, metric):
-                return r
-    raise KeyError(f"{path} has no contrast {contrast!r} / {metric!r} at G = {G}, {decoding}")
+    for r in read_contrasts(path):
+        if (int(r["G"]), r["decoding"], r["claim"], r["metric"]) == (G, decoding, contrast, metric):
+            return r
+    raise KeyError(f"{path} has no contrast {contrast!r} / {metric!r} at G = {G}, {decoding}; {_restore(path)}")
 
 
 def _num(r: dict, key: str) -> float:
@@ -172,16 +219,20 @@ def corrections(table: list[dict], figures: Path = PAPER_FIGURES) -> list[str]:
             "The gain comes from the diversity signal": "placebo", "SetPO keeps more distinct": "distinct",
             "GAPO's frequency reward": "gapo"}  # fmt: skip
     out = []
-    with path.open() as f:
-        for old in csv.DictReader(f):
-            key = next(v for k, v in keys.items() if old["claim"].startswith(k))
-            r = new.get((key, old["experiment"], int(old["G"]), old["decoding"]))
-            label = f"{key}, {old['experiment']}, G {old['G']}, {old['decoding']}"
-            if r is None:
-                out.append(f"- {label} ({old['metric']}): {old['verdict']} -> row dropped")
-                continue
-            metric = "" if old["metric"] == r["metric"] else f"; now decided on {r['metric']} (was {old['metric']})"
-            out.append(f"- {label}: {old['verdict']} -> **{r['verdict']}**{metric}")
+    try:
+        with path.open(newline="") as f:
+            previous = [(old, next(v for k, v in keys.items() if old["claim"].startswith(k)), int(old["G"]))
+                        for old in csv.DictReader(f)]  # fmt: skip
+    except (OSError, UnicodeDecodeError, csv.Error, KeyError, ValueError, TypeError, AttributeError, StopIteration):
+        raise ResultsError(f"{path} is damaged; restore the committed copy (git checkout -- {path})") from None
+    for old, key, G in previous:
+        r = new.get((key, old["experiment"], G, old["decoding"]))
+        label = f"{key}, {old['experiment']}, G {old['G']}, {old['decoding']}"
+        if r is None:
+            out.append(f"- {label} ({old['metric']}): {old['verdict']} -> row dropped")
+            continue
+        metric = "" if old["metric"] == r["metric"] else f"; now decided on {r['metric']} (was {old['metric']})"
+        out.append(f"- {label}: {old['verdict']} -> **{r['verdict']}**{metric}")
     return out
 
 
@@ -294,7 +345,7 @@ def answer(figures: Path = PAPER_FIGURES) -> str:
 def readme_with_answer(text: str, figures: Path = PAPER_FIGURES) -> str:
     """The README text with the block between the answer markers replaced by `answer`."""
     if BEGIN not in text or END not in text:
-        raise ValueError(f"README.md lacks the markers {BEGIN!r} ... {END!r}")
+        raise ValueError(f"README.md lacks the markers {BEGIN!r} ... {END!r}; put them back around the answer")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     return f"{head}{BEGIN}\n{answer(figures)}{END}{tail}"
@@ -305,11 +356,20 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m reproduce.claims", description=__doc__.strip().splitlines()[0])
     p.add_argument("--write", action="store_true", help=f"write paper_figures/{OUT} and the README's answer")
     args = p.parse_args(argv)
-    text = render()
+    try:
+        text = render(PAPER_FIGURES)
+    except (ResultsError, KeyError) as err:  # one line naming the file and how to restore it
+        print(f"{p.prog}: error: {err.args[0] if err.args else err}", file=sys.stderr)
+        return 2
     print(text, end="")
     if args.write:
-        (PAPER_FIGURES / OUT).write_text(text)
-        README.write_text(readme_with_answer(README.read_text()))
+        try:
+            readme = readme_with_answer(README.read_text(), PAPER_FIGURES)
+            (PAPER_FIGURES / OUT).write_text(text)
+            README.write_text(readme)
+        except (ValueError, OSError) as err:  # README without the answer markers, or a file that cannot be written
+            print(f"{p.prog}: error: {' '.join(str(err).split())}", file=sys.stderr)
+            return 2
     return 0
 
 

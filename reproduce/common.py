@@ -30,6 +30,7 @@ import yaml
 from setpo.files import RUN_MARK, OutError, check_out, read_yaml
 
 MANIFEST = RUN_MARK
+RUN_FORMAT = 2  # the format of MANIFEST: every file recorded by its writer before it was written
 LOCK = ".setpo-run.lock"
 PUBLISH_RECORD = ".setpo-published.json"
 PAPER_FIGURES = Path(__file__).resolve().parent.parent / "paper_figures"
@@ -109,10 +110,16 @@ def _jsonable(obj: Any) -> Any:
 def write_json(path: Path, obj: Any) -> None:
     """Write `obj` as indented JSON (dataclasses, numpy scalars and paths converted), atomically (tmp + rename).
 
-    Inside the folder of an open `RunDir` the file is first recorded as that run's (see `RunDir.claim`)."""
-    path = _claim_open(Path(path))
+    Inside the folder of an open `RunDir` the file and its temporary file are first recorded as that run's (see
+    `RunDir.claim`), so a write cut by a kill leaves no file the run's list does not name."""
+    path = Path(path)
+    run = _open_run(path)
+    if run is not None:
+        path = run.claim(path)
+        tmp = run.claim(path.with_name(f".{path.name}.tmp"))  # one name: the run's lock makes it the only writer
+    else:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(_jsonable(obj), indent=2, sort_keys=True) + "\n")
     os.replace(tmp, path)
 
@@ -205,6 +212,8 @@ class RunDir:
     (created exclusively, naming the PID and command) is held by a live process. A lock left by a dead process
     is taken over with a message. Each `save` re-reads config.json and refuses to record a step under a config
     another writer replaced. A resume under other package versions prints them and records them in config.json.
+    A folder written by an older setpo (a run config.json but no list, or a list of ``setpo_run`` 1, made by
+    watching the folder) is refused whole, with or without ``overwrite``: nothing there is resumed or deleted.
 
     `extend` names integer config keys that only say how many independent units (seeds) the run has: a config that
     differs from the recorded one in those keys alone opens the run too. With larger values the run grows (its
@@ -229,7 +238,9 @@ class RunDir:
         try:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as err:
-            raise RunExistsError(f"cannot create the run folder {self.path}: {err.strerror or err}") from err
+            raise RunExistsError(
+                f"cannot create the run folder {self.path}: {err.strerror or err}; choose another --out"
+            ) from err
         self._lock()
         try:
             manifest = self.check(self.path, cfg, overwrite, extend, command=command)  # again, now that it is ours
@@ -246,7 +257,6 @@ class RunDir:
         self._files: set[str] = set(manifest.get("files", ()))
         self._dirs: set[str] = set(manifest.get("dirs", ()))
         self._trees: set[str] = set(manifest.get("trees", ()))
-        self._watched = bool(manifest.get("watched"))  # lists of an older version, made by watching the folder
         _OPEN_RUNS.append(self)
         self._write_manifest()  # before anything else, so an interrupted start is still recognised as a run
         self._recorded = self._open_config(cfg, extend)
@@ -321,12 +331,6 @@ class RunDir:
 
     def _clear(self, manifest: dict) -> None:
         """Delete the files and trees of `manifest`, then the folders it created once empty; name what is kept."""
-        if manifest.get("watched"):
-            raise RunExistsError(
-                f"{self.path} was written by an older setpo that listed its files by watching the folder, so its "
-                "list may hold files of yours; --overwrite deletes nothing there: delete the folder yourself "
-                "(after moving out any file of yours), or choose another --out folder"
-            )
         _delete_listed(self.path, manifest)
         kept = _walk(self.path)
         if kept:
@@ -339,12 +343,11 @@ class RunDir:
         write_json(
             self.path / MANIFEST,
             {
-                "setpo_run": 2,
+                "setpo_run": RUN_FORMAT,
                 "command": self.command,
                 "files": sorted(self._files),
                 "dirs": sorted(self._dirs),
                 "trees": sorted(self._trees),
-                **({"watched": True} if self._watched else {}),
             },
         )
 
@@ -505,14 +508,20 @@ class RunDir:
 _OPEN_RUNS: list[RunDir] = []
 
 
-def _claim_open(path: Path) -> Path:
-    """`path`, recorded first as a file of the open run whose folder holds it (if any; see `RunDir.claim`)."""
+def _open_run(path: Path) -> RunDir | None:
+    """The open run whose folder holds `path` (its own MANIFEST and LOCK excepted), if any."""
     target = os.path.abspath(path)
     for run in reversed(_OPEN_RUNS):
         root = os.path.abspath(run.path)
         if target.startswith(root + os.sep) and Path(target).name not in (MANIFEST, LOCK):
-            return run.claim(path)
-    return path
+            return run
+    return None
+
+
+def _claim_open(path: Path) -> Path:
+    """`path`, recorded first as a file of the open run whose folder holds it (if any; see `RunDir.claim`)."""
+    run = _open_run(path)
+    return path if run is None else run.claim(path)
 
 
 def _mkparent(path: Path) -> Path:
@@ -582,25 +591,41 @@ def _inspect(path: Path, command: str | None = None) -> dict | None:
     marker = path / MANIFEST
     if marker.is_file():
         manifest, damage = _read_json(marker)
-        if damage or not isinstance(manifest, dict) or not {"files", "dirs"} <= set(manifest):
-            raise RunExistsError(
-                f"{marker} is damaged ({damage or 'not a run file list'}); it says which files the run wrote, so "
-                "nothing is deleted: remove the folder yourself if it holds only that run, or choose another --out"
-            )
-        mark = manifest.get("command")
+        mark = manifest.get("command") if isinstance(manifest, dict) else None
         if mark not in (None, "reproduce") and command is not None and mark != command:
             raise RunExistsError(
                 f"{path} holds a run of {mark!r}, not of {command!r}; refusing to write into it or delete anything "
                 "there: choose another --out folder"
             )
-        if manifest.get("setpo_run") == 1:  # listed by watching the folder: resumable, never deleted by --overwrite
-            manifest = {"files": manifest["files"], "dirs": manifest["dirs"], "trees": [], "watched": True}
+        if damage or not isinstance(manifest, dict) or not {"files", "dirs"} <= set(manifest):
+            raise RunExistsError(
+                f"{marker} is damaged ({damage or 'not a run file list'}); it says which files the run wrote, so "
+                "nothing is deleted: remove the folder yourself if it holds only that run, or choose another --out"
+            )
+        version = manifest.get("setpo_run")
+        if version != RUN_FORMAT:
+            why = f"its list of files is of format {version!r}, not {RUN_FORMAT}"
+            raise RunExistsError(
+                _older_run(path, "its list of files was made by watching the folder" if version == 1 else why)
+            )
         return manifest
+    if _is_run_config(_read_json(path / "config.json")[0] if (path / "config.json").is_file() else None):
+        raise RunExistsError(_older_run(path, f"it kept no {MANIFEST}"))
     try:
         check_out(path, command or "reproduce")  # a new or empty folder passes; any other is refused
     except OutError as err:
         raise RunExistsError(str(err)) from None
     return None
+
+
+def _older_run(path: Path, why: str) -> str:
+    """The refusal of a run folder written by an older setpo, whose record of the run's own files is missing or
+    unreliable: nothing there is resumed, replaced or deleted."""
+    return (
+        f"{path} holds a run of an older setpo ({why}), so which files are the run's is not known: it is neither "
+        "resumed nor cleared by --overwrite; move out any file of yours, delete the folder, and run again (or "
+        "choose another --out folder)"
+    )
 
 
 def check_out_dir(path: str | Path) -> Path:
@@ -774,9 +799,22 @@ def chosen_config(
             cfg = dataclasses.replace(cfg)  # a copy: some configs are mutable
         if seeds is not None and getattr(args, "seeds", None) is not None:
             cfg = seeds(cfg, args.seeds)
-    except (ValueError, TypeError, yaml.YAMLError) as err:
+    except yaml.YAMLError as err:
+        p.error(_yaml_error(config_file, err))
+    except (ValueError, TypeError) as err:
         p.error(" ".join(str(err).split()))
     return cfg
+
+
+def _yaml_error(path: Path, err: yaml.YAMLError) -> str:
+    """A YAML syntax error of --config FILE as one line naming the file, the line and what to do."""
+    mark = getattr(err, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(err, "problem", None) or " ".join(str(err).split())
+    return (
+        f"--config {path} is not valid YAML ({problem}{where}); fix that line, or start from the file "
+        "--print-config writes"
+    )
 
 
 def print_config(cfg: Any, name: str, args: argparse.Namespace) -> Callable[[], int]:
@@ -1014,9 +1052,21 @@ def cli(main: Callable[[list[str]], int], argv: list[str] | None = None, prog: s
             signal.signal(signal.SIGTERM, previous)
 
 
+MAX_ERROR_CHARS = 400  # a user error's text beyond this is cut (an error line, not a dump)
+
+
 def _user_error_line(err: BaseException) -> str:
-    """A user error as one line: its text, what to do for a damaged model file, its type unless it is ours."""
-    msg = " ".join(str(err).split()) or type(err).__name__
+    """A user error as one line: its text (torch's C++ frames cut off), what to do for a damaged model file or a
+    size too large, its type unless it is ours."""
+    text = str(err)
+    for frames in ("Exception raised from ", "frame #0"):  # torch appends its C++ stack to some messages
+        text = text.split(frames, 1)[0]
+    msg = " ".join(text.split()) or type(err).__name__
+    msg += '"' if msg.count('"') % 2 else ""  # a quote the cut left open
+    if len(msg) > MAX_ERROR_CHARS:
+        msg = msg[: MAX_ERROR_CHARS - 4] + " ..."
+    if "overflow" in msg.lower():
+        msg += "; a size is too large for this machine: ask for a smaller profile or fewer seeds"
     if type(err).__name__ == "SafetensorError":
         msg += "; a model file in the run folder is damaged: delete that model's step under steps/ to redo it"
     if not isinstance(err, (RunExistsError, PublishError, UsageError, OutError)):

@@ -94,34 +94,41 @@ def test_quick_gives_each_experiment_its_own_folder(tmp_path):
 
 
 def test_a_folder_without_a_file_list_is_refused_even_with_overwrite(tmp_path):
-    """config.json and steps/ but no file list: nothing says which files are the run's, so nothing is touched."""
+    """config.json and steps/ but no file list (an older setpo): nothing says which files are the run's, so
+    nothing is resumed or touched, and the refusal says what to do."""
     out = tmp_path / "old"
     config = {"profile": "x", "a": 1}
     (out / "steps").mkdir(parents=True)
     write_json(out / "config.json", {"config": config, "versions": {}, "started": "then"})
     write_json(out / "steps" / "data.json", {"n": 1})
     for overwrite in (False, True):
-        with pytest.raises(RunExistsError, match=f"holds no setpo run of reproduce \\(no {MANIFEST}\\)"):
+        with pytest.raises(RunExistsError) as exc:
             RunDir(out, config, overwrite=overwrite)
-    assert (out / "steps" / "data.json").exists() and not (out / MANIFEST).exists()
+        assert str(exc.value) == (
+            f"{out} holds a run of an older setpo (it kept no {MANIFEST}), so which files are the run's is not "
+            "known: it is neither resumed nor cleared by --overwrite; move out any file of yours, delete the folder, "
+            "and run again (or choose another --out folder)"
+        )
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == ["config.json", "steps", "steps/data.json"]
 
 
-def test_a_list_made_by_watching_the_folder_resumes_but_is_never_deleted(tmp_path):
-    """A file list of the earlier format (setpo_run 1, made by watching the folder) may hold a user's file."""
+def test_a_list_made_by_watching_the_folder_is_refused_whole(tmp_path, capsys):
+    """A file list of the earlier format (setpo_run 1, made by watching the folder) may name a user's file: the
+    folder is neither resumed nor cleared, and the command line says so in one line."""
     out = tmp_path / "v1"
-    config = {"a": 1}
+    config = {"profile": "smoke", **toy_bandit.asdict(toy_bandit.PROFILES["smoke"])}
     write_json(out / "config.json", {"config": config, "versions": common.versions(), "started": "then"})
-    write_json(out / "steps" / "data.json", {"n": 1})
+    write_json(out / "steps" / "grpo.json", {"n": 1})
     (out / "notes.txt").write_text("mine")
-    lists = {"files": ["config.json", "steps/data.json", "notes.txt"], "dirs": ["steps"]}
+    lists = {"files": ["config.json", "steps/grpo.json", "notes.txt"], "dirs": ["steps"]}
     write_json(out / MANIFEST, {"setpo_run": 1, **lists, "open_since": None})
-    run = RunDir(out, config)
-    assert run.done("data")
-    run.save("more", {"n": 2})
-    run.close()
-    with pytest.raises(RunExistsError, match="older setpo that listed its files by watching the folder"):
-        RunDir(out, {"a": 2}, overwrite=True)
-    assert (out / "notes.txt").read_text() == "mine" and (out / "steps" / "more.json").exists()
+    before = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    for overwrite in (False, True):
+        with pytest.raises(RunExistsError, match="older setpo \\(its list of files was made by watching the folder"):
+            RunDir(out, config, overwrite=overwrite)
+        rc, _, err = _run(["toy_bandit", *SMOKE, "--out", str(out), *(["--overwrite"] if overwrite else [])], capsys)
+        assert rc == 2 and len(err.strip().splitlines()) == 1 and "move out any file of yours" in err, err
+    assert {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
 # -- item 22: damaged run folders ----------------------------------------------------------------------------------

@@ -83,7 +83,9 @@ def test_a_file_written_into_a_running_runs_folder_survives_overwrite(tmp_path, 
     rc, _, err = _run(["toy_bandit", *SMOKE, "--seeds", "3", "--out", str(out), "--overwrite"], capsys)
     assert rc == 0 and (out / "notes.txt").read_text() == "my notes"
     assert f"--overwrite: kept 1 file(s) in {out} that the run did not write: notes.txt" in err
-    top = {f for f in listed["files"] if "/" not in f}
+    renamed = {f for f in listed["files"] if f.endswith(".tmp")}  # the temporary files of atomic JSON writes
+    assert renamed and not any((out / f).exists() for f in renamed)
+    top = {f for f in listed["files"] if "/" not in f} - renamed
     assert {p.name for p in out.iterdir()} == top | {"notes.txt", MANIFEST, "steps"}  # no file of another run
 
 
@@ -101,6 +103,37 @@ def test_sigkill_then_a_users_file_then_overwrite(tmp_path, capsys):
     assert "kept 1 file(s)" in err and "post_mortem.md" in err
     assert (out / "post_mortem.md").read_text() == "what happened"
     assert not (out / "half_written.pt").exists() and not (out / "steps" / "first.json").exists()
+
+
+def test_a_json_write_cut_by_sigkill_leaves_only_files_the_list_names(tmp_path, capsys):
+    """Killed between writing a step's temporary file and renaming it: the temporary file was recorded first, so
+    --overwrite deletes it and keeps nothing but the user's file."""
+    out = tmp_path / "R"
+    proc = _python(
+        f"""
+        import os, signal
+        from reproduce import common
+        run = common.RunDir({str(out)!r}, {{"a": 1}})
+        print("open", flush=True)
+
+        replace = os.replace
+
+        def die(src, dst):  # killed as it renames the step's file into place, after the list was flushed
+            if str(dst).endswith("first.json"):
+                os.kill(os.getpid(), signal.SIGKILL)
+            replace(src, dst)
+
+        common.os.replace = die
+        run.save("first", {{"x": 1}})
+        """
+    )
+    assert proc.stdout.readline().strip() == "open"
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+    assert (out / "steps" / ".first.json.tmp").is_file() and not (out / "steps" / "first.json").exists()
+    (out / "notes.md").write_text("mine")
+    RunDir(out, {"a": 2}, overwrite=True).close()
+    assert f"kept 1 file(s) in {out} that the run did not write: notes.md" in capsys.readouterr().err
+    assert not (out / "steps").exists() and (out / "notes.md").read_text() == "mine"
 
 
 def test_a_writer_never_replaces_a_file_it_did_not_write(tmp_path, capsys):
@@ -205,7 +238,7 @@ def test_setpo_eval_keeps_the_tables_of_another_request(tmp_path, capsys):
     (out / "pass1.md").write_text("the other model's table")
     data = tmp_path / "data" / "aime24"
     data.mkdir(parents=True)
-    pd.DataFrame([{"prompt": "1 + 1?", "answer": "2"}]).to_parquet(data / "test.parquet")
+    pd.DataFrame([{"prompt": "1 + 1?", "reward_model": {"ground_truth": "2"}}]).to_parquet(data / "test.parquet")
     with pytest.raises(SystemExit) as exc:
         eval_main(["--model", "none", "--out", str(out), "--data", str(tmp_path / "data"), "--benchmarks", "aime24"])
     err = capsys.readouterr().err
@@ -251,14 +284,17 @@ def test_prepare_follows_the_rule_and_says_what_no_hub_needs(tmp_path, capsys):
 def test_theory_report_and_bench_json_follow_the_rule(tmp_path, capsys):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
+        import bench_credits
         import bench_embedders
+        import bench_smollm2
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
     from theory.__main__ import main as theory_main
 
     mine = tmp_path / "report.md"
     mine.write_text("my report")
-    for main, flag in ((theory_main, "--report"), (bench_embedders.main, "--json")):
+    commands = ((theory_main, "--report"), (bench_embedders.main, "--json"), (bench_credits.main, "--json"))
+    for main, flag in (*commands, (bench_smollm2.main, "--json")):  # each refused before it times anything
         for target, message in (
             (str(mine), "exists; pass --overwrite to replace it"),
             ("", "is an empty string"),
@@ -270,6 +306,8 @@ def test_theory_report_and_bench_json_follow_the_rule(tmp_path, capsys):
             err = capsys.readouterr().err
             assert exc.value.code == 2 and message in err and len(err.strip().splitlines()) == 1, (flag, err)
     assert mine.read_text() == "my report"
+    assert bench_credits.main(["--batch", "2", "--groups", "6", "--json", str(mine), "--overwrite"]) == 0
+    assert json.loads(mine.read_text())["rows"][0]["G"] == 6  # replaced, as asked
     with pytest.raises(SystemExit) as exc:
         bench_embedders.main(["--repeats", "0"])
     assert exc.value.code == 2 and "must be >= 1" in capsys.readouterr().err
@@ -293,6 +331,33 @@ def test_two_runs_at_once_the_second_is_refused_naming_the_holder(tmp_path, caps
         holder.wait()
     rc, _, err = _run(["toy_bandit", *SMOKE, "--out", str(out)], capsys)  # the holder is gone: its lock is stale
     assert rc == 0 and f"taking over the lock of PID {holder.pid}" in err
+    assert not (out / LOCK).exists()
+
+
+def test_two_commands_started_at_once_into_one_folder_one_is_refused(tmp_path):
+    """Two real `python -m reproduce toy_bandit` processes with different seeds, started together into one folder:
+    one finishes, the other is refused in one line (in use, or a different config once the first is done), and
+    config.json describes the results that are there."""
+    out = tmp_path / "R"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = {
+        seeds: subprocess.Popen(
+            [sys.executable, "-m", "reproduce", "toy_bandit", *SMOKE, "--seeds", seeds, "--out", str(out)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for seeds in ("2", "3")
+    }
+    ended = {seeds: (proc.wait(timeout=120), proc.stderr.read()) for seeds, proc in procs.items()}
+    assert sorted(rc for rc, _ in ended.values()) == [0, 2], ended
+    winner = next(seeds for seeds, (rc, _) in ended.items() if rc == 0)
+    refusal = next(err for rc, err in ended.values() if rc == 2).strip().splitlines()[-1]
+    assert refusal.startswith(f"python -m reproduce toy_bandit: error: {out} ")
+    assert "is in use by PID" in refusal or "holds a run with a different config (differs in: seeds)" in refusal
+    assert json.loads((out / "config.json").read_text())["config"]["seeds"] == int(winner)
+    assert len(json.loads((out / "steps" / "grpo.json").read_text())["runs"]) == int(winner)
     assert not (out / LOCK).exists()
 
 
@@ -433,6 +498,17 @@ def test_a_size_too_large_for_memory_and_a_damaged_model_file_are_one_line(tmp_p
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("p: error: out of memory (") and "smaller profile" in err
 
+    def overflow(argv):
+        torch.zeros(1, 1).expand(10**20, 1)  # torch's TypeError carries 1,000 characters of C++ frames
+
+    assert common.cli(overflow, [], prog="p") == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "p: error: expand(): argument 'size' failed to unpack the object at pos 1 with error \"Overflow when "
+        'unpacking long long"; a size is too large for this machine: ask for a smaller profile or fewer seeds '
+        "(TypeError; SETPO_TRACEBACK=1 shows where)"
+    )
+
     damaged = tmp_path / "model.safetensors"
     damaged.write_bytes(b"\xff" * 64)
     assert common.cli(lambda argv: load_file(damaged), [], prog="p") == 2
@@ -465,9 +541,9 @@ def test_reproduce_out_pointing_at_a_file_is_one_line(tmp_path, capsys):
     assert target.read_text() == "mine"
 
 
-def test_a_toy_bandit_run_killed_mid_run_then_a_users_file_then_overwrite(tmp_path):
-    """A real `python -m reproduce toy_bandit` process, killed with SIGKILL after its first step."""
-    out = tmp_path / "R"
+def _killed_toy_bandit(out: Path) -> subprocess.Popen:
+    """A real `python -m reproduce toy_bandit --profile smoke` process into `out`, killed with SIGKILL after its
+    first step was saved (while the second runs)."""
     proc = _python(
         f"""
         import sys, time
@@ -489,13 +565,119 @@ def test_a_toy_bandit_run_killed_mid_run_then_a_users_file_then_overwrite(tmp_pa
     assert proc.stdout.readline().strip() == "first step saved"
     proc.send_signal(signal.SIGKILL)
     assert proc.wait(timeout=60) == -signal.SIGKILL
-    (out / "post_mortem.md").write_text("the run died after its first step")
     assert (out / "samples_grpo.pt").exists() and (out / LOCK).exists()
+    return proc
+
+
+def _reproduce(*argv: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    again = [sys.executable, "-m", "reproduce", "toy_bandit", "--profile", "smoke", "--seeds", "3"]
-    done = subprocess.run([*again, "--out", str(out), "--overwrite"], env=env, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "reproduce", *argv], env=env, capture_output=True, text=True)
+
+
+def test_a_toy_bandit_run_killed_mid_run_then_a_users_file_then_overwrite(tmp_path):
+    out = tmp_path / "R"
+    proc = _killed_toy_bandit(out)
+    (out / "post_mortem.md").write_text("the run died after its first step")
+    done = _reproduce("toy_bandit", "--profile", "smoke", "--seeds", "3", "--out", str(out), "--overwrite")
     assert done.returncode == 0, done.stderr
     assert f"taking over the lock of PID {proc.pid}" in done.stderr
     assert f"kept 1 file(s) in {out} that the run did not write: post_mortem.md" in done.stderr
     assert (out / "post_mortem.md").read_text() == "the run died after its first step"
     assert json.loads((out / "config.json").read_text())["config"]["seeds"] == 3
+
+
+def test_a_run_killed_mid_run_resumes_to_the_results_of_an_unbroken_run(tmp_path):
+    """SIGKILL after the first step, then the same command: every table and step equals a run never killed."""
+    killed, whole = tmp_path / "killed", tmp_path / "whole"
+    _killed_toy_bandit(killed)
+    first = (killed / "steps" / "grpo.json").read_bytes()
+    resumed = _reproduce("toy_bandit", "--profile", "smoke", "--out", str(killed))
+    assert resumed.returncode == 0, resumed.stderr
+    assert (killed / "steps" / "grpo.json").read_bytes() == first  # loaded, not redone
+    assert _reproduce("toy_bandit", "--profile", "smoke", "--out", str(whole)).returncode == 0
+
+    def results(folder: Path) -> dict[str, bytes]:
+        # every file but the wall times, the start time in config.json and the figures (their pixels)
+        skip = {"timing.json", "config.json", MANIFEST}
+        files = [p for p in folder.rglob("*") if p.is_file() and p.name not in skip and p.suffix != ".png"]
+        return {str(p.relative_to(folder)): p.read_bytes() for p in files}
+
+    got, want = results(killed), results(whole)
+    assert sorted(got) == sorted(want) and "summary.csv" in got and "steps/setpo.json" in got
+    assert got == want
+    manifests = [json.loads((f / MANIFEST).read_text()) for f in (killed, whole)]
+    assert manifests[0] == manifests[1]  # the same files recorded as the run's
+    configs = [json.loads((f / "config.json").read_text())["config"] for f in (killed, whole)]
+    assert configs[0] == configs[1]
+    assert not (killed / LOCK).exists()
+
+
+def test_a_config_file_that_is_not_yaml_and_an_out_that_cannot_be_made_say_what_to_do(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("seeds: 2\nsweep: [1\n")
+    rc, _, err = _run(["countdown", *SMOKE, "--config", str(bad), "--print-config"], capsys)
+    assert rc == 2 and err.strip() == (
+        f"python -m reproduce countdown: error: --config {bad} is not valid YAML (expected ',' or ']', but got "
+        "'<stream end>' at line 3, column 1); fix that line, or start from the file --print-config writes (see --help)"
+    )
+    (tmp_path / "file.txt").write_text("mine")
+    out = tmp_path / "file.txt" / "R"
+    rc, _, err = _run(["toy_bandit", *SMOKE, "--out", str(out)], capsys)
+    assert rc == 2 and err.strip() == (
+        f"python -m reproduce toy_bandit: error: cannot create the run folder {out}: Not a directory; "
+        "choose another --out"
+    )
+
+
+def test_setpo_eval_with_a_damaged_weights_file_is_one_line(tmp_path, capsys):
+    from setpo.eval.__main__ import main as eval_main
+    from setpo.tiny import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "model", hidden_size=16, num_layers=1, num_heads=2)
+    weights = model / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])  # truncated
+    data = tmp_path / "data" / "aime24"
+    data.mkdir(parents=True)
+    pd.DataFrame([{"prompt": "1 + 1?", "reward_model": {"ground_truth": "2"}}]).to_parquet(data / "test.parquet")
+    argv = ["--model", str(model), "--out", str(tmp_path / "ev"), "--data", str(tmp_path / "data")]
+    capsys.readouterr()  # the build's progress bar
+    with pytest.raises(SystemExit) as exc:
+        eval_main([*argv, "--benchmarks", "aime24", "--n", "1", "--backend", "hf"])
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith(f"python -m setpo.eval: error: a weights file of the model {str(model)!r} is damaged (")
+    assert err.endswith("copy or save the checkpoint again")
+
+
+@pytest.mark.parametrize(
+    "row, why",
+    [
+        ({"reward_model": {"ground_truth": "2"}}, "row 0 has no prompt"),
+        ({"prompt": "1 + 1?", "answer": "2"}, "row 0 has no reference answer"),  # not the prepared format
+    ],
+)
+def test_setpo_eval_names_a_prepared_row_it_cannot_score(tmp_path, capsys, row, why):
+    from setpo.eval.__main__ import main as eval_main
+
+    data = tmp_path / "data" / "aime24"
+    data.mkdir(parents=True)
+    pd.DataFrame([row]).to_parquet(data / "test.parquet")
+    with pytest.raises(SystemExit) as exc:
+        eval_main(
+            [
+                "--model",
+                "none",
+                "--out",
+                str(tmp_path / "ev"),
+                "--data",
+                str(tmp_path / "data"),
+                "--benchmarks",
+                "aime24",
+            ]
+        )
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and err == (
+        f"python -m setpo.eval: error: {data / 'test.parquet'} {why} "
+        "(python -m setpo.data.prepare --overwrite writes it again)"
+    )
+    assert not (tmp_path / "ev").exists()  # refused before anything is written

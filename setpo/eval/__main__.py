@@ -22,7 +22,7 @@ from pathlib import Path
 
 from setpo.data import EVAL_BENCHMARKS, DatasetUnavailableError, prepare_split, read_prepared
 from setpo.eval.generate import SamplingConfig, config_dict, make_generator
-from setpo.eval.harness import evaluate_benchmark, math_checker, model_fingerprint, rows_digest
+from setpo.eval.harness import evaluate_benchmark, math_checker, model_fingerprint, reference_answers, rows_digest
 from setpo.eval.tables import REPORTED, pass1_table, pass_at_k_table
 from setpo.files import RUN_MARK, OutError, check_out
 from setpo.tasks.math.verify import SCORING_RULE, MathVerifier, extracted_answer
@@ -138,9 +138,24 @@ def _read_rows(a: argparse.Namespace, p: argparse.ArgumentParser) -> dict[str, l
     if missing:
         p.error(f"no prepared test.parquet under {data} for: {', '.join(missing)} (run python -m setpo.data.prepare)")
     try:
-        return {b: read_prepared(data / b / "test.parquet")[: a.limit] for b in a.benchmarks}
+        rows = {b: _checked_rows(data / b / "test.parquet", a.limit) for b in a.benchmarks}
     except (ValueError, OSError) as e:
         p.exit(2, f"{PROG}: error: {e} (python -m setpo.data.prepare --overwrite writes it again)\n")
+    return rows
+
+
+def _checked_rows(path: Path, limit: int | None) -> list[dict]:
+    """The first `limit` rows of a prepared file; ValueError naming the file and row when one has no prompt or
+    no reference answer."""
+    rows = read_prepared(path)[:limit]
+    for i, row in enumerate(rows):
+        if not isinstance(row.get("prompt"), (str, list)):
+            raise ValueError(f"{path} row {i} has no prompt")
+        try:
+            reference_answers(row)
+        except ValueError:
+            raise ValueError(f"{path} row {i} has no reference answer") from None
+    return rows
 
 
 def _claim_out(a: argparse.Namespace, p: argparse.ArgumentParser, request: dict) -> None:
@@ -191,6 +206,14 @@ def _main(argv: list[str]) -> int:
         generate = make_generator(a.model, sampling, backend=a.backend)
     except (OSError, ValueError, ImportError) as e:
         p.exit(2, f"error: cannot load the model {a.model!r}: {e}\n")
+    except Exception as e:  # noqa: BLE001 - safetensors' error type is known only once the module is loaded
+        if type(e).__name__ != "SafetensorError" or os.environ.get("SETPO_TRACEBACK"):
+            raise
+        p.exit(
+            2,
+            f"{PROG}: error: a weights file of the model {a.model!r} is damaged ({' '.join(str(e).split())[:120]}); "
+            "copy or save the checkpoint again\n",
+        )
     results = {}
     for bench in a.benchmarks:
         bench_sampling = config_dict(sampling) | {"n": n_for[bench]}
