@@ -10,7 +10,7 @@ Pipeline (each stage a resumable step of the run folder):
 1. data: solvable problems from the generator (3 numbers, small targets) or a TinyZero-style file;
    train and test disjoint;
 2. sft: a tiny char-level Qwen2 model (setpo.tiny) trained on solved problems whose solutions are drawn with
-   a bias towards some forms (`setpo.tasks.countdown.sft_examples`): the base policy;
+   a bias towards some forms (`reproduce.tasks.countdown_problems.sft_examples`): the base policy;
 3. rl: GRPO (lambda = 0) and SetPO+GRPO through `SetPOTrainer`, for each G, KL beta and seed;
 4. eval: n samples per held-out problem at each temperature -> unbiased pass@k (k = 1..n) and Table 3 metrics.
 """
@@ -45,10 +45,10 @@ from reproduce.common import (
     save_figure,
 )
 from reproduce.tasks.countdown import CountdownProfile, stage_sft
+from reproduce.tasks.countdown_problems import generate_problems
 from setpo.tasks.countdown import (
     AnswerEmbedder,
     CountdownProblem,
-    generate_problems,
     load_problems,
     make_prompt,
     score_answer,

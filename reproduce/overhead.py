@@ -66,7 +66,8 @@ from reproduce.common import (
     write_json,
 )
 from reproduce.stats import bootstrap_ci
-from setpo.tasks.countdown import generate_problems, make_prompt, trl_countdown_reward
+from reproduce.tasks.countdown_problems import generate_problems
+from setpo.tasks.countdown import make_prompt, trl_countdown_reward
 
 NAME = "overhead"
 SMOLLM2 = "smollm2-135m-instruct"

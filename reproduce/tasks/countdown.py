@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from reproduce.common import RunDir, cpu_rl_args, write_json
 from reproduce.evidence import cached_eval, checkpoint_callback, saved_steps, setpo_args
+from reproduce.tasks.countdown_problems import reachable_targets, sft_examples, solve
 from setpo.tasks.countdown import (
     AnswerEmbedder,
     CountdownProblem,
@@ -29,10 +30,7 @@ from setpo.tasks.countdown import (
     extract_answer,
     load_problems,
     make_prompt,
-    reachable_targets,
     score_answer,
-    sft_examples,
-    solve,
     trl_reward_for,
 )
 
