@@ -60,9 +60,9 @@ path reaches at pass@1 >= the method's, `reproduce.stats.frontier_at`); "lies ab
 the gap's CI lies above 0, refuted if at or below 0, inconclusive otherwise. Reported beside it, without a verdict:
 pass@1, pass@n and distinct minus GRPO's end point (the cost and the raw gain), the median seconds per step (per
 run, mean over seeds), the seconds the method's own code took per step, and the step-time ratio to GRPO only for
-arms timed alongside GRPO in one uninterrupted process (`comparison(timed_with_grpo=)`): a run resumed across
-calls meets different machine load, so the published comparisons give the methods' own seconds and no ratio
-(interleaved overhead: `python -m reproduce overhead`). Regime check: GRPO's end minus the
+arms timed alongside GRPO in one uninterrupted process (`reproduce.comparison.comparison(timed_with_grpo=)`): a run
+resumed across calls meets different machine load, so the published comparisons give the methods' own seconds and
+no ratio (interleaved overhead: `python -m reproduce overhead`). Regime check: GRPO's end minus the
 start in pass@n (when RL lowers pass@n, the start is on the frontier and "less RL" alone lies on it: the table says
 so).
 """

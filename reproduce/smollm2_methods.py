@@ -24,7 +24,7 @@ Method arms (the methods comparison's, `reproduce.methods_comparison.ARMS`, same
 window, a ``valid_answers`` column), so GAPO's frequency reward 1 - (f - 1/|V|) for valid answers, -1 otherwise,
 replaces the task reward. Kernel of SetPO, DRA-GRPO and DQO: the primes experiment's one-hot embedding of the
 answer. The coefficients with no default (DQO's alpha, DIVER's lam, the entropy coefficient) are set by the methods
-comparison's calibration (`reproduce.methods_comparison.calibrate`, rule in its docstring), measured on this
+comparison's calibration (`reproduce.comparison.calibrate`, rule in `methods_comparison`'s docstring), measured on this
 model's start before any RL run and saved in ``term_sizes.json``: rollouts of G per training window at T 1.0
 (``calibration_prompts`` windows spread over the training set, seed 0; the entropy bonus's gradient share over
 a LoRA adapter initialised from seed 0).
@@ -226,7 +226,7 @@ def calibration_batch(prof: MethodsPrimesProfile, seed: int = 0):
 
 
 def stage_calibration(run: RunDir, prof: MethodsPrimesProfile) -> dict:
-    """`methods_comparison.calibrate` on this model's start, saved once; ``term_sizes.json`` rewritten every call."""
+    """`comparison.calibrate` on this model's start, saved once; ``term_sizes.json`` rewritten every call."""
     if not run.done("term_sizes"):
         batch, entropy = calibration_batch(prof)
         sizes = mc.calibrate(batch, prof.arms, entropy, ARMS)
