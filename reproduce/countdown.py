@@ -10,7 +10,7 @@ Pipeline (each stage a resumable step of the run folder):
 1. data: solvable problems from the generator (3 numbers, small targets) or a TinyZero-style file;
    train and test disjoint;
 2. sft: a tiny char-level Qwen2 model (setpo.tiny) trained on solved problems whose solutions are drawn with
-   a bias towards some forms (`setpo.tasks.countdown.sft_examples`): the base policy;
+   a bias towards some forms (`reproduce.tasks.countdown_problems.sft_examples`): the base policy;
 3. rl: GRPO (lambda = 0) and SetPO+GRPO through `SetPOTrainer`, for each G, KL beta and seed;
 4. eval: n samples per held-out problem at each temperature -> unbiased pass@k (k = 1..n) and Table 3 metrics.
 """
@@ -18,18 +18,14 @@ Pipeline (each stage a resumable step of the run folder):
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gzip
 import json
-import math
 import os
-import random
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 import torch
@@ -48,14 +44,14 @@ from reproduce.common import (
     progress_callback,
     save_figure,
 )
+from reproduce.tasks.countdown import CountdownProfile, stage_sft
+from reproduce.tasks.countdown_problems import generate_problems
 from setpo.tasks.countdown import (
     AnswerEmbedder,
     CountdownProblem,
-    generate_problems,
     load_problems,
     make_prompt,
     score_answer,
-    sft_examples,
     trl_reward_for,
 )
 
@@ -64,96 +60,6 @@ NAME = "countdown"
 # SetPO paper, Table 3 (Qwen2.5-3B, 1,024 Countdown test problems, temperature 1.0): (width, average mode).
 PAPER_TABLE3 = {("setpo", 7): (415, 3.5), ("grpo", 7): (351, 2.3), ("setpo", 3): (403, 3.2), ("grpo", 3): (321, 2.1)}
 PAPER_TEST_PROBLEMS = 1024
-
-
-@dataclass(frozen=True)
-class CountdownProfile:
-    """Sizes of one reproduction. The paper's RL settings (Table 8) are lr 1e-6, KL 1e-3 / 5e-3, G in {3, 7},
-    lambda 0.5, temperature 1.0, 128 prompts per step; the model here is a ~0.1M-parameter char-level LM."""
-
-    #: Countdown reward rule (`setpo.tasks.countdown.reward`): "lenient", the rule the published results used (the
-    #: last <answer> anywhere, exact arithmetic, 200-character cap), not TinyZero's last-line rule. A class
-    #: constant, not a field, so that run folders written before it existed keep resuming and growing.
-    reward_rule: ClassVar[str] = "lenient"
-
-    # data (3 numbers in 1..9 and targets up to 30 give 1,429 distinct problems with >= 2 solutions)
-    n_train: int = 1300
-    n_test: int = 48
-    n_numbers: int = 3
-    max_number: int = 9
-    max_target: int = 30
-    min_solutions: int = 2
-    train_file: str | None = None  # a TinyZero-style .jsonl/.parquet instead of generated problems
-    test_file: str | None = None
-    data_seed: int = 0
-    # tiny model and supervised warm-up
-    hidden_size: int = 64
-    num_layers: int = 2
-    num_heads: int = 4
-    sft_per_problem: int = 4
-    sft_decay: float = 1.5  # Zipf exponent of the bias over solution forms
-    sft_steps: int = 1000
-    sft_batch_size: int = 32
-    sft_lr: float = 5e-3
-    # RL (TRL GRPO through SetPOTrainer)
-    group_sizes: tuple[int, ...] = (7,)
-    betas: tuple[float, ...] = (0.001,)
-    seeds: int = 1
-    rl_steps: int = 40
-    prompts_per_step: int = 8
-    rl_lr: float = 2e-4
-    # SetPO weights run beside GRPO. The paper's Countdown lambda is 0.5; with this tiny model and kernel it makes
-    # |lambda s| about 5% of |A_bar| (see the shaping ratio in the table), so the quick profile runs 5.
-    lams: tuple[float, ...] = (5.0,)
-    embedder: str = "hashed"
-    embed_answer_only: bool = True  # embed the <answer> content, not the constant tags around it
-    max_completion_length: int = 32
-    # evaluation
-    eval_n: int = 64
-    eval_temperatures: tuple[float, ...] = (0.5, 1.0)
-    eval_top_p: float = 1.0
-    eval_batch_size: int = 1024
-    eval_seed: int = 0
-
-    def __post_init__(self):
-        for f in dataclasses.fields(self):
-            _check_field_type(f.name, str(f.type), getattr(self, f.name))
-        for name in ("group_sizes", "betas", "lams"):
-            values = [float(v) for v in getattr(self, name)]
-            if not values or len(set(values)) != len(values):
-                raise ValueError(f"{name} must be a non-empty list of distinct values, got {getattr(self, name)}")
-        for name in ("n_train", "n_test", "sft_steps", "rl_steps", "prompts_per_step", "eval_n", "seeds"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if any(G < 3 for G in self.group_sizes):
-            raise ValueError(f"every group size must be >= 3 for the SetPO credits, got {self.group_sizes}")
-        if any(b < 0 for b in self.betas) or any(not (lam > 0) for lam in self.lams):
-            raise ValueError(f"betas must be >= 0 and lams > 0, got {self.betas}, {self.lams}")
-        if not self.eval_temperatures or any(t <= 0 for t in self.eval_temperatures):
-            raise ValueError(f"eval_temperatures must be positive, got {self.eval_temperatures}")
-
-
-def _check_field_type(name: str, kind: str, value) -> None:
-    """Refuse a profile value of the wrong type (YAML gives strings, scalars for lists, floats for counts)."""
-
-    def is_int(v) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool)
-
-    def is_num(v) -> bool:
-        return (is_int(v) or isinstance(v, float)) and math.isfinite(v)
-
-    ok = {
-        "int": is_int,
-        "float": is_num,
-        "bool": lambda v: isinstance(v, bool),
-        "str": lambda v: isinstance(v, str),
-        "str | None": lambda v: v is None or isinstance(v, str),
-        "tuple[int, ...]": lambda v: isinstance(v, tuple) and all(map(is_int, v)),
-        "tuple[float, ...]": lambda v: isinstance(v, tuple) and all(map(is_num, v)),
-    }.get(kind)
-    if ok is not None and not ok(value):
-        want = {"tuple[int, ...]": "a list of whole numbers", "tuple[float, ...]": "a list of numbers"}.get(kind, kind)
-        raise ValueError(f"{name} must be {want}, got {value!r}")
 
 
 PROFILES = {
@@ -168,9 +74,6 @@ PROFILES = {
         seeds=3, rl_steps=100, prompts_per_step=16, lams=(0.5, 5.0),
     ),
 }  # fmt: skip
-
-
-SFT_CHECKPOINT_EVERY = 50  # SFT steps between checkpoints (an interrupted SFT resumes from the last one)
 
 
 def num_label(x: float) -> str:
@@ -237,102 +140,6 @@ def stage_data(run: RunDir, prof: CountdownProfile) -> tuple[list[CountdownProbl
         _write_problems(run.claim("test.jsonl"), test)
         run.save("data", {"n_train": len(train), "n_test": len(test)})
     return load_problems(run.path / "train.jsonl"), load_problems(run.path / "test.jsonl")
-
-
-def _sft_batches(examples: list[dict], tok, batch_size: int, rng: random.Random):
-    """Endless (input_ids, attention_mask, labels) batches; loss on the completion and the EOS token only."""
-    encoded = []
-    for ex in examples:
-        p = tok(ex["prompt"], add_special_tokens=False)["input_ids"]
-        c = tok(ex["completion"], add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
-        encoded.append((p + c, [-100] * len(p) + c))
-    while True:
-        rows = rng.sample(encoded, min(batch_size, len(encoded)))
-        L = max(len(ids) for ids, _ in rows)
-        ids = torch.full((len(rows), L), tok.pad_token_id)
-        labels = torch.full((len(rows), L), -100)
-        mask = torch.zeros((len(rows), L), dtype=torch.long)
-        for i, (a, b) in enumerate(rows):
-            ids[i, : len(a)], labels[i, : len(b)], mask[i, : len(a)] = torch.tensor(a), torch.tensor(b), 1
-        yield ids, mask, labels
-
-
-def stage_sft(run: RunDir, prof: CountdownProfile, train: list[CountdownProblem]) -> Path:
-    """Build the tiny model and train it on biased solutions; returns the saved model folder.
-
-    Every `SFT_CHECKPOINT_EVERY` steps the model, optimiser, schedule, data-sampler and torch RNG states are
-    saved to models/sft_checkpoint.pt, so an interrupted SFT resumes there and ends with the same weights.
-    """
-    from setpo.tiny import build_tiny_model, load_tiny
-
-    out = run.path / "models" / "sft"
-    if run.done("sft"):
-        return out
-    t0 = time.perf_counter()
-    ckpt_file = run.claim("models/sft_checkpoint.pt")
-    run.claim(ckpt_file.with_suffix(".tmp"))
-    init = build_tiny_model(
-        run.tree("models/init"),
-        hidden_size=prof.hidden_size,
-        num_layers=prof.num_layers,
-        num_heads=prof.num_heads,
-        max_position_embeddings=128,
-        seed=prof.data_seed,
-        overwrite=True,
-    )
-    model, tok = load_tiny(init)
-    examples = sft_examples(train, prof.sft_per_problem, prof.sft_decay, "compact", spaces=False, seed=prof.data_seed)
-    torch.manual_seed(prof.data_seed)
-    model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=prof.sft_lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=prof.sft_lr, total_steps=prof.sft_steps, pct_start=0.1)
-    rng = random.Random(prof.data_seed)
-    losses: list[float] = []
-    start = 0
-    if ckpt_file.is_file():
-        ckpt = torch.load(ckpt_file, weights_only=False)
-        model.load_state_dict(ckpt["model"])
-        opt.load_state_dict(ckpt["optimizer"])
-        sched.load_state_dict(ckpt["scheduler"])
-        rng.setstate(ckpt["sampler"])
-        torch.set_rng_state(ckpt["torch_rng"])
-        losses, start = ckpt["losses"], ckpt["step"]
-        print(f"[countdown] sft: resuming from step {start} of {prof.sft_steps} ({ckpt_file})", flush=True)
-    batches = _sft_batches(examples, tok, prof.sft_batch_size, rng)
-    with tqdm(total=prof.sft_steps, initial=start, desc="countdown sft", unit="step", mininterval=2.0) as bar:
-        for step in range(start, prof.sft_steps):
-            ids, mask, labels = next(batches)
-            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            losses.append(loss.item())
-            bar.update(1)
-            bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}", refresh=False)
-            if (step + 1) % SFT_CHECKPOINT_EVERY == 0 and step + 1 < prof.sft_steps:
-                state = {
-                    "model": model.state_dict(),
-                    "optimizer": opt.state_dict(),
-                    "scheduler": sched.state_dict(),
-                    "sampler": rng.getstate(),
-                    "torch_rng": torch.get_rng_state(),
-                    "losses": losses,
-                    "step": step + 1,
-                }
-                torch.save(state, ckpt_file.with_suffix(".tmp"))
-                os.replace(ckpt_file.with_suffix(".tmp"), ckpt_file)
-    model.eval().save_pretrained(run.tree(out))
-    tok.save_pretrained(out)
-    shutil.rmtree(init)
-    n_params = sum(p.numel() for p in model.parameters())
-    run.save(
-        "sft",
-        {"loss": losses, "examples": len(examples), "params": n_params, "wall_s": time.perf_counter() - t0},
-    )
-    ckpt_file.unlink(missing_ok=True)
-    return out
 
 
 def stage_rl(

@@ -53,9 +53,9 @@ import torch
 from tqdm.auto import tqdm
 
 from reproduce import confirm, evidence
-from reproduce import countdown_evidence as ce
 from reproduce.common import RunPlan, seeds_option
 from reproduce.evidence import per_problem_frame, saved_steps
+from reproduce.tasks import countdown as ce
 
 NAME = "countdown_confirm"
 COMMAND = "python -m reproduce countdown_confirm --profile {profile}"

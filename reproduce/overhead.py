@@ -66,7 +66,8 @@ from reproduce.common import (
     write_json,
 )
 from reproduce.stats import bootstrap_ci
-from setpo.tasks.countdown import generate_problems, make_prompt, trl_countdown_reward
+from reproduce.tasks.countdown_problems import generate_problems
+from setpo.tasks.countdown import make_prompt, trl_countdown_reward
 
 NAME = "overhead"
 SMOLLM2 = "smollm2-135m-instruct"
@@ -220,7 +221,7 @@ def load_start_policy(size: PolicySize, models: Path, lora_r: int = 16):
     """(model, tokenizer, peft_config or None) of the start policy: a saved tiny model, or SmolLM2 with LoRA."""
     tiny = tiny_size(size.policy)
     if tiny is None:
-        from reproduce.smollm2 import lora_config
+        from reproduce.tasks.smollm2 import lora_config
         from setpo.models import load_pretrained
 
         model, tok = load_pretrained(SMOLLM2)

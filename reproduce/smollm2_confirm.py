@@ -65,8 +65,8 @@ from tqdm.auto import tqdm
 from reproduce import confirm, evidence
 from reproduce.common import RunDir, RunPlan, seeds_option
 from reproduce.evidence import cached_eval, per_problem_frame, saved_steps
-from reproduce.smollm2 import load_policy, sample, train_arm
 from reproduce.tasks.primes import PROMPT, TEST_LOS, AnswerOneHot, is_prime, primes_reward, train_rows, valid_answer
+from reproduce.tasks.smollm2 import load_policy, sample, train_arm
 
 NAME = "smollm2_confirm"
 COMMAND = "python -m reproduce smollm2_confirm --profile {profile}"

@@ -24,7 +24,7 @@ Method arms (the methods comparison's, `reproduce.methods_comparison.ARMS`, same
 window, a ``valid_answers`` column), so GAPO's frequency reward 1 - (f - 1/|V|) for valid answers, -1 otherwise,
 replaces the task reward. Kernel of SetPO, DRA-GRPO and DQO: the primes experiment's one-hot embedding of the
 answer. The coefficients with no default (DQO's alpha, DIVER's lam, the entropy coefficient) are set by the methods
-comparison's calibration (`reproduce.methods_comparison.calibrate`, rule in its docstring), measured on this
+comparison's calibration (`reproduce.comparison.calibrate`, rule in `methods_comparison`'s docstring), measured on this
 model's start before any RL run and saved in ``term_sizes.json``: rollouts of G per training window at T 1.0
 (``calibration_prompts`` windows spread over the training set, seed 0; the entropy bonus's gradient share over
 a LoRA adapter initialised from seed 0).
@@ -48,13 +48,13 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from reproduce import comparison as mc
 from reproduce import evidence
-from reproduce import methods_comparison as mc
-from reproduce import smollm2_primes as sp
 from reproduce.common import RunDir, RunPlan, seeds_option, write_json
 from reproduce.evidence import cached_eval
-from reproduce.smollm2 import load_policy, lora_config, sample, train_arm
 from reproduce.tasks import primes
+from reproduce.tasks import smollm2 as sp
+from reproduce.tasks.smollm2 import load_policy, lora_config, sample, train_arm
 
 NAME = "smollm2_methods"
 COMMAND = "python -m reproduce smollm2_methods --profile {profile}"
@@ -92,7 +92,7 @@ class MethodsPrimesProfile(sp.PrimesProfile):
 
 
 def _extend(name: str, **changes: Any) -> MethodsPrimesProfile:
-    return MethodsPrimesProfile(**{**asdict(sp.PROFILES[name]), **changes})
+    return MethodsPrimesProfile(**{**asdict(sp.PRIMES_PROFILES[name]), **changes})
 
 
 PROFILES = {
@@ -117,10 +117,10 @@ def baseline_out(out: Path) -> Path:
     """The primes run folder beside this run's (module docstring)."""
     out = Path(out)
     if out.parent.name == NAME:
-        return out.parent.parent / sp.NAME / out.name
+        return out.parent.parent / sp.PRIMES_NAME / out.name
     if out.name == NAME:
-        return out.parent / sp.NAME
-    return out.parent / f"{out.name}-{sp.NAME}"
+        return out.parent / sp.PRIMES_NAME
+    return out.parent / f"{out.name}-{sp.PRIMES_NAME}"
 
 
 def baseline_plan(args: argparse.Namespace, prof: MethodsPrimesProfile, out: Path) -> tuple[Path, dict[str, Any]]:
@@ -222,11 +222,11 @@ def calibration_batch(prof: MethodsPrimesProfile, seed: int = 0):
     )  # fmt: skip
     torch.manual_seed(seed)
     policy = get_peft_model(model, lora_config(prof.lora_r))
-    return batch, lambda adv: mc._entropy_gradient_ratio(policy, tok, prompts, samples, adv)  # noqa: SLF001
+    return batch, lambda adv: mc.entropy_gradient_ratio(policy, tok, prompts, samples, adv)
 
 
 def stage_calibration(run: RunDir, prof: MethodsPrimesProfile) -> dict:
-    """`methods_comparison.calibrate` on this model's start, saved once; ``term_sizes.json`` rewritten every call."""
+    """`comparison.calibrate` on this model's start, saved once; ``term_sizes.json`` rewritten every call."""
     if not run.done("term_sizes"):
         batch, entropy = calibration_batch(prof)
         sizes = mc.calibrate(batch, prof.arms, entropy, ARMS)
@@ -275,7 +275,8 @@ def _execute(args: argparse.Namespace, prof: MethodsPrimesProfile, plan: RunPlan
     seeds = seeds_option(args)
     setting = (
         f"Command: `{COMMAND.format(profile=args.profile)}{seeds}`; GRPO, SetPO and the placebo are the runs of "
-        f"`{sp.COMMAND.format(profile=args.profile)}{seeds}` in `{record['folder']}`. SmolLM2-135M-Instruct with LoRA "
+        f"`{sp.PRIMES_COMMAND.format(profile=args.profile)}{seeds}` in `{record['folder']}`. "
+        f"SmolLM2-135M-Instruct with LoRA "
         f"r {prof.lora_r}; {prof.seeds} seeds per arm, paired by seed; {prof.n_test} test windows x n={prof.eval_n}; "
         f"RL {prof.rl_steps} steps x {prof.prompts_per_step} prompts x G, lr {prof.rl_lr:g}."
     )

@@ -19,6 +19,7 @@ import pytest
 import reproduce.__main__ as cli_entry
 from reproduce import common, countdown, gapo_lists, overhead, toy_bandit
 from reproduce.common import MANIFEST, PublishError, RunDir, RunExistsError, cli, publish, write_json
+from reproduce.tasks import countdown as countdown_task
 
 SMOKE = ["--profile", "smoke"]
 
@@ -316,13 +317,13 @@ def test_interrupted_countdown_sft_resumes_to_the_same_weights(tmp_path, monkeyp
     from safetensors.torch import load_file
 
     prof = countdown.replace(countdown.PROFILES["smoke"], sft_steps=6)
-    monkeypatch.setattr(countdown, "SFT_CHECKPOINT_EVERY", 2)
+    monkeypatch.setattr(countdown_task, "SFT_CHECKPOINT_EVERY", 2)
     train = countdown.generate_problems(prof.n_train, prof.n_numbers, prof.max_number, 1, prof.max_target, 1, 0)
 
     ref = RunDir(tmp_path / "ref", {"x": 1})
     ref_model = countdown.stage_sft(ref, prof, train)
 
-    real = countdown._sft_batches
+    real = countdown_task._sft_batches
 
     def interrupted(*a, **k):
         for i, batch in enumerate(real(*a, **k)):
@@ -331,11 +332,11 @@ def test_interrupted_countdown_sft_resumes_to_the_same_weights(tmp_path, monkeyp
             yield batch
 
     run = RunDir(tmp_path / "run", {"x": 1})
-    monkeypatch.setattr(countdown, "_sft_batches", interrupted)
+    monkeypatch.setattr(countdown_task, "_sft_batches", interrupted)
     with pytest.raises(KeyboardInterrupt):
         countdown.stage_sft(run, prof, train)
     assert torch.load(tmp_path / "run" / "models" / "sft_checkpoint.pt", weights_only=False)["step"] == 4
-    monkeypatch.setattr(countdown, "_sft_batches", real)
+    monkeypatch.setattr(countdown_task, "_sft_batches", real)
     model = countdown.stage_sft(run, prof, train)
     assert "resuming from step 4 of 6" in capsys.readouterr().out
     a, b = load_file(ref_model / "model.safetensors"), load_file(model / "model.safetensors")

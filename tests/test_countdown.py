@@ -13,30 +13,32 @@ import pytest
 import torch
 from bench_paths import BENCH, needs_bench  # noqa: E402
 
+from reproduce.tasks.countdown_problems import (
+    all_expressions,
+    biased_solution_weights,
+    generate_problems,
+    reachable_targets,
+    sft_examples,
+    solve,
+)
 from setpo.tasks.countdown import (
     AnswerEmbedder,
     CountdownProblem,
-    all_expressions,
     answer_completion,
     average_mode,
-    biased_solution_weights,
     canonical,
     countdown_reward,
     distinct_correct,
     diversity_width,
     evaluate_expression,
     extract_answer,
-    generate_problems,
     leaves,
     load_problems,
     make_prompt,
     parse_expression,
     problem_of,
-    reachable_targets,
     render,
     score_answer,
-    sft_examples,
-    solve,
     table3_metrics,
     trl_countdown_reward,
 )

@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from reproduce import countdown, countdown_evidence, methods_comparison
+from reproduce.tasks import countdown as countdown_task
 from setpo.tasks.countdown import extract_answer, score_answer, trl_countdown_reward_lenient, trl_reward_for
 
 PROFILES = [
@@ -30,5 +31,5 @@ def test_experiment_helpers_read_answers_with_the_lenient_rule():
     assert methods_comparison.commutative_answer(two_lines) == methods_comparison.commutative_answer(
         "<answer>5*(4+3)</answer>"
     )
-    assert score_answer(two_lines, [3, 4, 5], 35, rule=countdown_evidence.REWARD_RULE) == (1.0, "correct")
-    assert countdown_evidence.answer_embedder().rule == "lenient"
+    assert score_answer(two_lines, [3, 4, 5], 35, rule=countdown_task.REWARD_RULE) == (1.0, "correct")
+    assert countdown_task.answer_embedder().rule == "lenient"

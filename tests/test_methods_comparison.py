@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
+from reproduce import comparison as cmp
 from reproduce import methods_comparison as mc
 from reproduce.common import RunDir
 from reproduce.stats import frontier_at, holm_adjust
@@ -19,10 +20,10 @@ from setpo.metrics import pass_at_k
 
 CALIBRATION = {"diver": {"params": {"lam": 1.0, "correct_only": True, "tokenization": "char"}},
                "dqo": {"params": {"alpha": 1.3, "ridge": 1.0}}, "entropy": {"params": {"coef": 0.1}}}  # fmt: skip
-CALIBRATED = {a.name: a for a in mc.calibrated_arms(list(mc.ARMS), CALIBRATION)}
+CALIBRATED = {a.name: a for a in cmp.calibrated_arms(list(cmp.ARMS), CALIBRATION)}
 
 
-def _config(arm: mc.Arm, G: int = 7, tmp_path=None) -> SetPOConfig:
+def _config(arm: cmp.Arm, G: int = 7, tmp_path=None) -> SetPOConfig:
     prof = mc.PROFILES["full"]
     return SetPOConfig(**mc.arm_config(prof, arm, G, 3, tmp_path / arm.name))
 
@@ -39,7 +40,7 @@ def test_arms_build_their_setpo_configs(tmp_path):
         "entropy": ("entropy_bonus", {"coef": 0.1}, 1.0, 0.1),
         "grpo_t1.3": ("setpo", {}, 1.3, 0.0),
     }
-    assert list(mc.ARMS) == list(expect) and mc.PROFILES["full"].arms == tuple(expect)
+    assert list(cmp.ARMS) == list(expect) and mc.PROFILES["full"].arms == tuple(expect)
     for name, (method, kwargs, temperature, entropy_coef) in expect.items():
         cfg = _config(CALIBRATED[name], tmp_path=tmp_path)
         assert cfg.diversity_method == method, name
@@ -50,11 +51,11 @@ def test_arms_build_their_setpo_configs(tmp_path):
         assert (cfg.learning_rate, cfg.beta, cfg.seed, cfg.data_seed) == (3e-4, 0.001, 3, 3), name
         if method != "setpo":
             assert cfg.diversity_correct_threshold == 0.5, name  # 0.1 is Countdown's format score, not correct
-    assert not _config(mc.ARMS["grpo"], tmp_path=tmp_path).method_enabled
-    setpo = _config(mc.ARMS["setpo_r0.3"], tmp_path=tmp_path)
+    assert not _config(cmp.ARMS["grpo"], tmp_path=tmp_path).method_enabled
+    setpo = _config(cmp.ARMS["setpo_r0.3"], tmp_path=tmp_path)
     assert setpo.method_enabled and setpo.setpo_target_ratio == 0.3 and not setpo.setpo_placebo
-    needs = {n for n, a in mc.ARMS.items() if a.embedder}
-    assert needs == {"setpo_r0.3", "dra_grpo", "dqo"} and {n for n, a in mc.ARMS.items() if a.answers} == {"darling"}
+    needs = {n for n, a in cmp.ARMS.items() if a.embedder}
+    assert needs == {"setpo_r0.3", "dra_grpo", "dqo"} and {n for n, a in cmp.ARMS.items() if a.answers} == {"darling"}
 
 
 def test_profile_refuses_unknown_or_misordered_arms():
@@ -72,18 +73,18 @@ def test_commutative_answer_merges_operand_order():
 
 
 def test_choose_coefficient_closest_in_ratio_or_where_it_saturates():
-    grid = mc.coefficient_grid()
+    grid = cmp.coefficient_grid()
     assert grid[0] == 0.01 and grid[-1] == 10_000 and len(grid) == 25 and list(grid) == sorted(grid)
-    assert mc.coefficient_grid(1.0)[-1] == 1.0 and mc.coefficient_grid(0.5)[-2:] == (0.32, 0.5)  # the cap itself
+    assert cmp.coefficient_grid(1.0)[-1] == 1.0 and cmp.coefficient_grid(0.5)[-2:] == (0.32, 0.5)  # the cap itself
     linear = [(c, 0.1 * c) for c in grid]
-    assert mc.choose_coefficient(linear, 0.3) == (3.2, True)  # 0.32 is closer to 0.3 in ratio than 0.18
+    assert cmp.choose_coefficient(linear, 0.3) == (3.2, True)  # 0.32 is closer to 0.3 in ratio than 0.18
     saturating = [(c, 0.2 * c / (1 + c)) for c in grid]  # tops out below 0.2
-    coef, reached = mc.choose_coefficient(saturating, 0.3)
+    coef, reached = cmp.choose_coefficient(saturating, 0.3)
     top = max(r for _, r in saturating)
     assert not reached and 0.2 * coef / (1 + coef) >= 0.9 * top
     assert all(0.2 * c / (1 + c) < 0.9 * top for c in grid if c < coef)
     with pytest.raises(ValueError, match="raise calibration_prompts"):
-        mc.choose_coefficient([(1.0, 0.0), (2.0, float("nan"))], 0.3)
+        cmp.choose_coefficient([(1.0, 0.0), (2.0, float("nan"))], 0.3)
 
 
 def _calibration_batch():
@@ -105,23 +106,23 @@ def test_setpo_size_is_its_term_over_unequal_groups():
     s = group_credits(batch.embeddings, 4)
     lam = 0.3 * base.abs().mean() / s.abs().mean()  # the trainer's rule over all rows
     want = float((lam * s)[:2].abs().mean() / base[:2].abs().mean())  # groups 0 and 1 have unequal rewards
-    got = mc.setpo_size(batch)
+    got = cmp.setpo_size(batch)
     assert got["ratio"] == pytest.approx(want) and got["lambda"] == pytest.approx(float(lam))
     assert got["equal_groups_moved"] == 1.0  # group 2 has equal rewards and unequal answers: SetPO moves it
 
 
 def test_calibrate_sizes_each_term_near_setpos():
-    sizes = mc.calibrate(_calibration_batch(), ["dqo", "diver", "darling"])
+    sizes = cmp.calibrate(_calibration_batch(), ["dqo", "diver", "darling"])
     target = sizes["setpo_r0.3"]["ratio"]
     dqo = sizes["dqo"]
-    assert dqo["params"]["ridge"] == 1.0 and dqo["params"]["alpha"] in mc.coefficient_grid()
+    assert dqo["params"]["ridge"] == 1.0 and dqo["params"]["alpha"] in cmp.coefficient_grid()
     best = min(dqo["scan"], key=lambda cr: abs(np.log(cr[1] / target)) if cr[1] > 0 else np.inf)
     assert dqo["params"]["alpha"] == best[0] and dqo["reached_target"]
     assert dqo["ratio"] == pytest.approx(dict(dqo["scan"])[dqo["params"]["alpha"]])  # sizes at the chosen alpha
     assert sizes["diver"]["params"]["lam"] <= 1.0  # capped: the bonus stays at most the task reward
-    assert "scan" not in sizes["darling"] and sizes["darling"]["params"] == mc.ARMS["darling"].kwargs
-    arms = {a.name: a for a in mc.calibrated_arms(["dqo", "darling"], sizes)}
-    assert arms["dqo"].kwargs == dqo["params"] and arms["darling"] == mc.ARMS["darling"]
+    assert "scan" not in sizes["darling"] and sizes["darling"]["params"] == cmp.ARMS["darling"].kwargs
+    arms = {a.name: a for a in cmp.calibrated_arms(["dqo", "darling"], sizes)}
+    assert arms["dqo"].kwargs == dqo["params"] and arms["darling"] == cmp.ARMS["darling"]
 
 
 def test_calibrate_solves_for_the_entropy_coefficient_with_one_gradient_pass():
@@ -131,7 +132,7 @@ def test_calibrate_solves_for_the_entropy_coefficient_with_one_gradient_pass():
         calls.append(adv)
         return 2.0
 
-    sizes = mc.calibrate(_calibration_batch(), ["entropy"], entropy_ratio)
+    sizes = cmp.calibrate(_calibration_batch(), ["entropy"], entropy_ratio)
     target = sizes["setpo_r0.3"]["ratio"]
     assert sizes["entropy"]["params"] == {"coef": float(f"{target / 2.0:.2g}")}
     assert sizes["entropy"]["ratio"] == pytest.approx(2.0 * sizes["entropy"]["params"]["coef"])
@@ -179,7 +180,7 @@ def _reference(arm: str, s: int, metric: str, n: int = 8) -> float:
 def test_contrasts_and_table_on_a_synthetic_frame(tmp_path):
     prof = replace(mc.PROFILES["full"], seeds=8, arms=("grpo", "darling", "dqo"), eval_n=8)
     df, times = _synthetic(prof)
-    con = mc.comparison(df, times, prof)
+    con = cmp.comparison(df, times, prof)
     gap = con[con.claim == "lies above GRPO's frontier"].set_index("arm")
     for arm in ("darling", "dqo"):  # the gap against frontier_at through start and GRPO's end, per seed
         want = [_reference(arm, s, "pass@4") - frontier_at([(_reference(a, s, "pass@1"), _reference(a, s, "pass@4"))
@@ -198,7 +199,7 @@ def test_contrasts_and_table_on_a_synthetic_frame(tmp_path):
     assert regime["mean"] == pytest.approx(0.5 - _reference("start", 0, "pass@4")) and regime["verdict"] == "refuted"
 
     run = RunDir(tmp_path / "run", {"t": 1})
-    path = mc.summary_table(run.path, prof, con, times, {"dqo": {"ratio": 0.29}}, "Setting.")
+    path = cmp.summary_table(run.path, prof, con, times, {"dqo": {"ratio": 0.29}}, "Setting.")
     text = path.read_text()
     rows = [line for line in text.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")]
     assert rows[0].startswith("| 1 | darling |") and "confirmed" in rows[0] and "| 0.1250 | +50% |" in rows[0]
@@ -207,26 +208,26 @@ def test_contrasts_and_table_on_a_synthetic_frame(tmp_path):
     run.close()
 
     # a control (a placebo) gets the same contrasts, but stays out of the Holm family and the ranking
-    con = mc.comparison(df, times, prof, controls=("dqo",))
+    con = cmp.comparison(df, times, prof, controls=("dqo",))
     gap = con[con.claim == "lies above GRPO's frontier"].set_index("arm")
     assert gap.loc["darling", "p_holm"] == pytest.approx(2 / 256) and np.isnan(gap.loc["dqo", "p_holm"])
     run = RunDir(tmp_path / "run2", {"t": 2})
-    text = mc.summary_table(run.path, prof, con, times, {}, "Setting.", controls=("dqo",)).read_text()
+    text = cmp.summary_table(run.path, prof, con, times, {}, "Setting.", controls=("dqo",)).read_text()
     assert "| 1 | darling |" in text and "| control | dqo |" in text and "| 2 |" not in text
     run.close()
 
     # arms timed in another process than GRPO's get no step-time ratio
-    con = mc.comparison(df, times, prof, timed_with_grpo=("darling",))
+    con = cmp.comparison(df, times, prof, timed_with_grpo=("darling",))
     assert set(con[con.claim == "step time over GRPO's"].arm) == {"darling"}
     run = RunDir(tmp_path / "run3", {"t": 3})
-    text = mc.summary_table(run.path, prof, con, times, {}, "Setting.").read_text()
+    text = cmp.summary_table(run.path, prof, con, times, {}, "Setting.").read_text()
     assert [line for line in text.splitlines() if line.startswith("| 2 | dqo |")][0].endswith("| 0.2500 | - |")
     assert "for arms timed alongside GRPO in one process" in text
     run.close()
-    con = mc.comparison(df, times, prof, timed_with_grpo=())  # runs resumed across calls: no ratio at all
+    con = cmp.comparison(df, times, prof, timed_with_grpo=())  # runs resumed across calls: no ratio at all
     assert not (con.claim == "step time over GRPO's").any()
     run = RunDir(tmp_path / "run4", {"t": 4})
-    text = mc.summary_table(run.path, prof, con, times, {}, "Setting.").read_text()
+    text = cmp.summary_table(run.path, prof, con, times, {}, "Setting.").read_text()
     assert "none here" in text and "Setting." in text
     run.close()
 
@@ -238,7 +239,7 @@ def test_step_times_take_each_runs_median_and_the_methods_own_seconds():
         "rl_setpo_r0.3_g7_s0": [{"step_time": 3.0, "setpo/embed_time_s": 0.2, "setpo/credit_time_s": 0.05}] * 3,
     }
     prof = replace(mc.PROFILES["full"], seeds=1, group_sizes=(7,))
-    times = mc.step_times(lambda step: {"log": logs[step], "wall_s": 9.0}, prof, ["grpo", "dqo", "setpo_r0.3"])
+    times = cmp.step_times(lambda step: {"log": logs[step], "wall_s": 9.0}, prof, ["grpo", "dqo", "setpo_r0.3"])
     t = times.set_index("arm")
     assert t.loc["grpo", "step_time_s"] == 1.2 and np.isnan(t.loc["grpo", "added_s"])
     assert t.loc["dqo", "added_s"] == pytest.approx(0.022) and t.loc["setpo_r0.3", "added_s"] == pytest.approx(0.25)
@@ -257,7 +258,7 @@ def test_smoke_run_end_to_end(smoke_run):
     for seed in range(prof.seeds):
         for name in prof.arms:
             rl = json.loads((smoke_run / "steps" / f"rl_{name}_g{G}_s{seed}.json").read_text())
-            assert rl["fields"]["diversity_method"] == mc.ARMS[name].config_fields()["diversity_method"]
+            assert rl["fields"]["diversity_method"] == cmp.ARMS[name].config_fields()["diversity_method"]
             assert len(rl["log"]) == prof.rl_steps and all("step_time" in h for h in rl["log"])
             if name != "grpo":  # the method ran inside the trainer and changed the advantages it logged
                 assert all(f"method/{name}/advantage_delta" in h for h in rl["log"])

@@ -100,7 +100,7 @@ def test_overhead_smoke_run(tmp_path):
 
 
 def test_countdown_reads_a_benchmark_folder(tmp_path):
-    from setpo.tasks.countdown import generate_problems
+    from reproduce.tasks.countdown_problems import generate_problems
 
     bench = tmp_path / "bench" / "countdown"
     bench.mkdir(parents=True)

@@ -9,8 +9,8 @@ from dataclasses import asdict, replace
 import pandas as pd
 import pytest
 
+from reproduce import comparison as mc
 from reproduce import evidence
-from reproduce import methods_comparison as mc
 from reproduce import smollm2_methods as sm
 from reproduce import smollm2_primes as sp
 from reproduce.common import RunDir, RunExistsError, default_out

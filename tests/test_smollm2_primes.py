@@ -10,6 +10,7 @@ import torch
 from reproduce import smollm2_primes as sp
 from reproduce.common import RunDir
 from reproduce.tasks import primes
+from reproduce.tasks import smollm2 as smollm2_task
 from setpo.core import cosine_kernel
 
 
@@ -40,14 +41,14 @@ def test_no_test_prompt_is_a_training_prompt():
 def test_one_placebo_lora_run_trains_and_logs(tmp_path):
     prof = sp.PROFILES["smoke"]
     run = RunDir(tmp_path, {"test": 1})
-    adapter = sp.stage_rl(run, prof, "placebo_r0.3", 0.3, True, 3, 0)
+    adapter = smollm2_task.stage_rl(run, prof, "placebo_r0.3", 0.3, True, 3, 0)
     log = json.loads((tmp_path / "steps" / "rl_placebo_r0.3_g3_s0.json").read_text())["log"]
     assert log[0]["setpo/placebo"] == 1.0 and "setpo/lambda" in log[0]
     from safetensors.torch import load_file
 
     weights = load_file(adapter / "adapter_model.safetensors")
     assert sum("lora_A" in k for k in weights) == sum("lora_B" in k for k in weights) == 4 * 30  # q,k,v,o x 30 layers
-    metrics = sp.evaluate(adapter, prof)["T1_p1"]
+    metrics = smollm2_task.evaluate(adapter, prof)["T1_p1"]
     assert len(metrics["n_correct"]) == prof.n_test and all(0 <= c <= prof.eval_n for c in metrics["n_correct"])
     assert metrics["pass@k"]["1"] == pytest.approx(sum(metrics["n_correct"]) / (prof.n_test * prof.eval_n))
     assert torch.is_tensor(torch.tensor(metrics["n_distinct"]))

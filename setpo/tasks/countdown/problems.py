@@ -1,15 +1,13 @@
-"""Countdown problems: the problem type, a generator of solvable problems and a loader for TinyZero files."""
+"""Countdown problems: the problem type and a loader for TinyZero files."""
 
 from __future__ import annotations
 
 import math
-import random
 from dataclasses import dataclass
 from pathlib import Path
 
 from setpo._validate import check_int, check_ints
 from setpo.files import read_table
-from setpo.tasks.countdown.solver import reachable_targets
 
 
 @dataclass(frozen=True)
@@ -27,48 +25,6 @@ class CountdownProblem:
     def key(self) -> tuple[int, tuple[int, ...]]:
         """Identity up to the order of the numbers (used to keep train and test disjoint)."""
         return self.target, tuple(sorted(self.nums))
-
-
-def generate_problems(
-    n: int,
-    n_numbers: int = 3,
-    max_number: int = 10,
-    min_target: int = 1,
-    max_target: int = 30,
-    min_solutions: int = 1,
-    seed: int = 0,
-    exclude: set | frozenset = frozenset(),
-    max_tries: int = 100_000,
-) -> list[CountdownProblem]:
-    """`n` distinct solvable problems: numbers uniform in [1, max_number], target uniform over the integers in
-    [min_target, max_target] that have at least `min_solutions` distinct solution texts. Problems whose `key`
-    is in `exclude` are skipped (pass the training keys to draw a disjoint test set)."""
-    if n < 0 or n_numbers < 1 or max_number < 1 or min_target > max_target or min_solutions < 1:
-        raise ValueError(
-            f"bad generator settings: n={n}, n_numbers={n_numbers}, max_number={max_number}, "
-            f"targets [{min_target}, {max_target}], min_solutions={min_solutions}"
-        )
-    rng = random.Random(seed)
-    out: list[CountdownProblem] = []
-    seen = set(exclude)
-    for _ in range(max_tries):
-        if len(out) == n:
-            return out
-        nums = tuple(rng.randint(1, max_number) for _ in range(n_numbers))
-        counts = reachable_targets(nums, min_target, max_target)
-        targets = sorted(t for t, c in counts.items() if c >= min_solutions)
-        if not targets:
-            continue
-        p = CountdownProblem(rng.choice(targets), nums)
-        if p.key in seen:
-            continue
-        seen.add(p.key)
-        out.append(p)
-    if len(out) < n:
-        raise ValueError(
-            f"found only {len(out)} of {n} distinct problems in {max_tries} tries; widen the number/target ranges"
-        )
-    return out
 
 
 def load_problems(path: str | Path, limit: int | None = None, n_numbers: int | None = None) -> list[CountdownProblem]:
