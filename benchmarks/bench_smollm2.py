@@ -121,8 +121,8 @@ def stage_timers(times: dict[str, float], counts: dict[str, list]):  # noqa: C90
 def arm_seed(path: str, steps: int, work: Path, seed: int = 0) -> dict:
     """Train and evaluate one arm-seed on ``path``; per-stage seconds, token counts and the pass@k it reached."""
     from reproduce.common import RunDir
-    from reproduce.smollm2 import load_policy, sample, train_arm
     from reproduce.smollm2_primes import PROFILES, PROMPT, AnswerOneHot, primes_reward, valid_answer, windows
+    from reproduce.tasks.smollm2 import load_policy, sample, train_arm
     from setpo.metrics import pass_at_k
 
     prof = dataclasses.replace(PROFILES["full"], rl_steps=steps)

@@ -56,8 +56,6 @@ from reproduce.evidence import (
     saved_steps,
 )
 from reproduce.tasks.countdown import EvidenceProfile, stage_data, stage_eval, stage_rl, stage_start
-from reproduce.tasks.countdown import evaluate as evaluate  # re-exported: `reproduce.starts` reads it here
-from reproduce.tasks.countdown import stage_sft as stage_sft
 
 NAME = "countdown_evidence"
 COMMAND = "python -m reproduce countdown_evidence --profile {profile}"

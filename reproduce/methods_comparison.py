@@ -94,8 +94,6 @@ from reproduce.comparison import (
     calibrated_arms,
     entropy_gradient_ratio,
 )
-from reproduce.comparison import comparison as comparison  # re-exported: `reproduce.verdicts` reads it here
-from reproduce.comparison import summary_table as summary_table
 from reproduce.evidence import saved_steps
 from reproduce.tasks import countdown
 from reproduce.tasks.countdown import REWARD_RULE, EvidenceProfile, answer_embedder, stage_data, stage_eval

@@ -55,8 +55,8 @@ from reproduce.contrast import (
     per_seed_values,
 )
 from reproduce.evidence import cached_eval, checkpoint_steps, summary_table
-from reproduce.smollm2 import load_policy, sample, train_arm
 from reproduce.stats import bootstrap_ci
+from reproduce.tasks.smollm2 import load_policy, sample, train_arm
 from setpo.metrics.diversity import js_divergence, js_to_uniform
 from setpo.tasks.list_selection import VOCABULARY, extract_answer, is_valid, validity_reward
 

@@ -16,6 +16,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from reproduce import comparison as cmp
 from reproduce import evidence
 from reproduce import methods_comparison as mc
 from reproduce import smollm2_lists as sl
@@ -64,7 +65,7 @@ def recompute(name: str, figures: Path = PAPER_FIGURES):
     times = pd.read_csv(folder / "timing.csv")
     order = list(pd.read_csv(folder / "contrasts.csv").arm.drop_duplicates())
     controls = [a for a in order if a.startswith("placebo")]
-    return mc.comparison(pp, times, prof, order, controls, timed_with_grpo=())
+    return cmp.comparison(pp, times, prof, order, controls, timed_with_grpo=())
 
 
 def write(name: str, con, figures: Path = PAPER_FIGURES) -> list[Path]:
@@ -79,9 +80,11 @@ def write(name: str, con, figures: Path = PAPER_FIGURES) -> list[Path]:
         pp = pd.read_csv(folder / "per_problem.csv.gz")
         prof = replace(module.PROFILES["full"], seeds=int(pp.seed.max()) + 1)
         sizes = json.loads((folder / "term_sizes.json").read_text())
-        report = mc.COUNTDOWN if module is mc else sm.REPORT
+        report = cmp.COUNTDOWN if module is mc else sm.REPORT
         controls = [a for a in con.arm.drop_duplicates() if a.startswith("placebo")]
-        path = mc.summary_table(folder, prof, con, pd.read_csv(folder / "timing.csv"), sizes, setting, report, controls)
+        path = cmp.summary_table(
+            folder, prof, con, pd.read_csv(folder / "timing.csv"), sizes, setting, report, controls
+        )
     else:
         path = evidence.write_summary(folder, con, title, setting)
     return [folder / "contrasts.csv", path]

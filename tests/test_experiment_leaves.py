@@ -24,8 +24,7 @@ from reproduce.__main__ import AVAILABLE
 ROOT = Path(__file__).resolve().parents[1] / "reproduce"
 
 HARNESS = frozenset({"common", "evidence", "contrast", "stats", "confirm", "comparison"})
-#: `reproduce/smollm2.py` re-exports `reproduce.tasks.smollm2` under its former path.
-TASKS = frozenset({"tasks", "smollm2"})
+TASKS = frozenset({"tasks"})
 TOOLS = frozenset({"__init__", "__main__", "claims", "verdicts", "docs_pages", "starts", "scale"})
 
 

@@ -58,7 +58,7 @@ def test_policy_names():
 
 def test_smollm2_start_policy_is_the_offline_model_with_lora_as_in_smollm2_primes(tmp_path, monkeypatch):
     import setpo.models
-    from reproduce.smollm2 import LORA_TARGETS
+    from reproduce.tasks.smollm2 import LORA_TARGETS
 
     loaded = []
     monkeypatch.setattr(setpo.models, "load_pretrained", lambda name: loaded.append(name) or ("model", "tok"))

@@ -12,6 +12,7 @@ from reproduce import countdown_evidence as ce
 from reproduce import methods_comparison as mc
 from reproduce import starts
 from reproduce.common import RunDir
+from reproduce.tasks import countdown as task
 
 
 def test_shipped_start_matches_its_checksum_and_the_profiles_that_load_it(tmp_path):
@@ -34,9 +35,9 @@ def test_shipped_start_reproduces_its_recorded_metrics(tmp_path):
     rec = starts.record()
     prof = dataclasses.replace(ce.PROFILES["full"], decodings=((0.5, 0.9),))
     run = RunDir(tmp_path / "data", {"start": "check"})
-    _, test = ce.stage_data(run, prof)
+    _, test = task.stage_data(run, prof)
     run.close()
-    got = ce.evaluate(starts.COUNTDOWN, test, prof)["T0.5_p0.9"]
+    got = task.evaluate(starts.COUNTDOWN, test, prof)["T0.5_p0.9"]
     want = rec["metrics"]["T0.5_p0.9"]
     assert len(test) == rec["eval"]["n_test"] == 128
     assert want["pass@1_sd"] == pytest.approx(starts.metric_sd(np.full(128, 64), np.asarray(want["n_correct"])))

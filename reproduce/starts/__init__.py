@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from reproduce import countdown_evidence as ce
     from reproduce.common import RunDir, check_out_dir
+    from reproduce.tasks import countdown as task
 
     p = argparse.ArgumentParser(prog="python -m reproduce.starts", description=__doc__.strip().splitlines()[0])
     p.add_argument("task", choices=["countdown"])
@@ -85,10 +86,10 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{out} is not empty: name a new folder with --out")
     work = RunDir(out.parent / (out.name + "_work"), {"start": "countdown", **asdict(prof)})
     t0 = time.perf_counter()
-    train, test = ce.stage_data(work, prof)
-    sft = ce.stage_sft(work, prof.sft_profile(), train)
+    train, test = task.stage_data(work, prof)
+    sft = task.stage_sft(work, prof.sft_profile(), train)
     t_sft = time.perf_counter() - t0
-    metrics = ce.evaluate(sft, test, prof)
+    metrics = task.evaluate(sft, test, prof)
     out.mkdir(parents=True, exist_ok=True)
     for f in sft.iterdir():
         shutil.copy2(f, out / f.name)
