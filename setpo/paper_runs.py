@@ -28,7 +28,7 @@ DATASETS: Mapping[str, str] = MappingProxyType(
         "gsm8k": "GSM8K train; prompt + 'Please reason step by step, and put your final answer within \\boxed{}.'",
         "simplerl_hard": "SimpleRL-Zoo 'hard' split (MATH levels 3-5)",
         "countdown": "Countdown (TinyZero data, 'base' template), rule reward with 0.1 format score",
-        "gapo_lists": "synthetic 'pick one item from this list' prompts, 4-12 items; reward = gapo_reward_func",
+        "gapo_lists": "synthetic 'pick one item from this list' prompts, 4-12 items; reward: GAPO's (method 'gapo')",
     }
 )
 
@@ -38,7 +38,8 @@ class PaperRun:
     """One run as the paper states it; None = not stated.
 
     base: the base method SetPO is added to; None = plain GRPO left at the engine's defaults (GAPO names no
-    loss variant). lam: SetPO's lambda (A_hat = A_bar + lambda s, eq. 6); 0 = no SetPO. group_size: rollouts
+    loss variant). method: the diversity method (a ``setpo.methods`` name) the run trains with. lam: SetPO's lambda
+    (A_hat = A_bar + lambda s, eq. 6); 0 = no SetPO (the baseline of a SetPO row). group_size: rollouts
     per prompt G. clip_high: None = the same as clip_low. val_*: the evaluation sampling. lora: LoRA settings
     when the run trains adapters.
     """
@@ -48,6 +49,7 @@ class PaperRun:
     model: str
     dataset: str
     base: Base | None
+    method: str = "setpo"
     lam: float
     lr: float
     kl: float
@@ -127,9 +129,9 @@ def _runs() -> list[PaperRun]:
     runs.append(
         PaperRun(
             name="gapo_qwen2.5_7b_lora", source="GAPO Sec. 4 (medium confidence)", model="Qwen/Qwen2.5-7B-Instruct",
-            dataset="gapo_lists", base=None, lam=0.0, lr=1e-5, kl=0.0, group_size=32, prompts_per_step=8,
+            dataset="gapo_lists", base=None, method="gapo", lam=0.0, lr=1e-5, kl=0.0, group_size=32, prompts_per_step=8,
             lora={"r": 64, "lora_alpha": 32, "lora_dropout": 0.1},
-            notes="Plain GRPO with the group-level frequency reward",
+            notes="Plain GRPO with GAPO's group-level frequency reward in place of the task reward",
         )
     )  # fmt: skip
     return runs

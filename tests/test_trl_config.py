@@ -155,6 +155,8 @@ def test_available_presets_lists_every_table():
         # Table 8: Countdown, G 3 or 7, KL 1e-3 (also 5e-3), temp 1.0, 2048 tokens, batch 128, lambda 0.5.
         ("table8_countdown_g3", dict(num_generations=3, beta=1e-3, generation_batch_size=384, setpo_lambda=0.5)),
         ("table8_countdown_g7_kl5e-3", dict(num_generations=7, beta=5e-3, generation_batch_size=896, temperature=1.0)),
+        # GAPO: its frequency reward is the method (the preset builds as it is, no SetPO field to refuse).
+        ("gapo_qwen2.5_7b_lora", dict(diversity_method="gapo", num_generations=32, beta=0.0, learning_rate=1e-5)),
     ],
 )  # fmt: skip
 def test_presets_carry_the_paper_values(tmp_path, name, expected):
@@ -166,7 +168,7 @@ def test_presets_carry_the_paper_values(tmp_path, name, expected):
 
 def test_setpo_presets_use_the_paper_embedder_and_kernel():
     for name, p in PRESETS.items():
-        if p.values["setpo_lambda"] > 0:
+        if p.values.get("setpo_lambda", 0) > 0:
             assert p.values["setpo_embedder"] == "Qwen/Qwen3-Embedding-0.6B", name
             assert p.values["setpo_shaping"] == "neglog1p" and p.values["setpo_kernel_clamp"] is True, name
 

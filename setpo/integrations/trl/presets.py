@@ -4,8 +4,8 @@ TRL names: KL coefficient = ``beta``; clip range = ``epsilon`` (low) / ``epsilon
 ``importance_sampling_level="sequence"``; DAPO = ``loss_type="dapo"`` with ``epsilon_high=0.28``;
 Dr.GRPO = ``scale_rewards="none"`` with ``loss_type="dr_grpo"``. ``generation_batch_size`` counts completions
 (prompts per step x G); set ``per_device_train_batch_size`` x processes x ``gradient_accumulation_steps`` to the
-paper's mini-batch x G for one optimiser update per mini-batch. The baseline of every row is the same preset with
-``setpo_lambda=0.0``.
+paper's mini-batch x G for one optimiser update per mini-batch. The baseline of every SetPO row is the same preset
+with ``setpo_lambda=0.0``; GAPO's row sets ``diversity_method="gapo"``.
 """
 
 from __future__ import annotations
@@ -53,9 +53,12 @@ def trl_values(run: PaperRun) -> dict[str, Any]:
     """``SetPOConfig`` field values of a paper run; fields the paper does not state keep TRL's defaults."""
     values = {key: getattr(run, attr) for attr, key in _FIELDS.items() if getattr(run, attr) is not None}
     values["generation_batch_size"] = run.prompts_per_step * run.group_size
-    values["setpo_lambda"] = float(run.lam)
-    if run.lam > 0:
-        values |= _SETPO_COMMON
+    if run.method != "setpo":  # another method (GAPO) with its own defaults; SetPO's fields would be refused
+        values["diversity_method"] = run.method
+    else:
+        values["setpo_lambda"] = float(run.lam)
+        if run.lam > 0:
+            values |= _SETPO_COMMON
     if run.base is not None:
         values |= {**_BASE[run.base], "scale_rewards": "group"}
         values["epsilon"] = run.clip_low if run.clip_low is not None else _TRL_DEFAULT_EPSILON
