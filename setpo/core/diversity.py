@@ -51,11 +51,11 @@ def local_mass(K) -> torch.Tensor:
     return unchecked_local_mass(K.to(compute_dtype(K.dtype))).to(K.dtype)
 
 
-def set_diversity(K, g: ShapingSpec = "neglog1p") -> torch.Tensor:
+def set_diversity(K, shaping: ShapingSpec = "neglog1p") -> torch.Tensor:
     """D(S) = 1/|S| sum_{y in S} g(m_hat(y; S)) (paper eq. 4); (..., G, G) -> (...).
 
     Returned in K's dtype; float16/bfloat16 kernels are computed in float32.
     """
-    shaping = get_shaping(g)
+    fn = get_shaping(shaping)
     K, _ = validate_kernel(K, 2, "the local mass")
-    return unchecked_set_diversity(K.to(compute_dtype(K.dtype)), shaping).to(K.dtype)
+    return unchecked_set_diversity(K.to(compute_dtype(K.dtype)), fn).to(K.dtype)

@@ -34,10 +34,10 @@ def population_local_mass(p, K) -> torch.Tensor:
     return (K @ p.unsqueeze(-1)).squeeze(-1)
 
 
-def population_diversity(p, K, g: ShapingSpec = "neglog1p") -> torch.Tensor:
+def population_diversity(p, K, shaping: ShapingSpec = "neglog1p") -> torch.Tensor:
     """F(P) = E_{y~P}[g(m_P(y))] (paper eq. 2)."""
     p, K = _validate(p, K)
-    return (p * get_shaping(g)(population_local_mass(p, K))).sum(-1)
+    return (p * get_shaping(shaping)(population_local_mass(p, K))).sum(-1)
 
 
 @dataclass(frozen=True)
@@ -53,13 +53,13 @@ class Influence:
     influence: torch.Tensor  # I(tau; P) = I~(tau; P) - Psi(P)
 
 
-def influence(p, K, g: ShapingSpec = "neglog1p") -> Influence:
+def influence(p, K, shaping: ShapingSpec = "neglog1p") -> Influence:
     """I(tau; P) = g(m_P(tau)) + E_P[g'(m_P(y)) k(y, tau)] - Psi(P) (Thm 4.2 = C.2, "Theorem 3.2")."""
     p, K = _validate(p, K)
-    shaping = get_shaping(g)
+    fn = get_shaping(shaping)
     m = population_local_mass(p, K)
-    g_m = shaping(m)
-    w = p * shaping.dg(m)  # p_a g'(m_a)
+    g_m = fn(m)
+    w = p * fn.dg(m)  # p_a g'(m_a)
     F = (p * g_m).sum(-1)
     interaction = (w.unsqueeze(-2) @ K).squeeze(-2)  # sum_a p_a g'(m_a) K[a, tau]
     psi = F + (w * m).sum(-1)

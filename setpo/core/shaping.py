@@ -94,24 +94,24 @@ def check_elementwise(g: Fn, name: str = "shaping") -> None:
         )
 
 
-def get_shaping(g: ShapingSpec = "neglog1p") -> Shaping:
+def get_shaping(shaping: ShapingSpec = "neglog1p") -> Shaping:
     """Resolve a shaping spec: a registered name, a `Shaping`, or an elementwise callable (derivatives by autograd).
 
     A callable is probed once (`check_elementwise`): one that is not elementwise raises ValueError. A `Shaping`
     is trusted as given (its g, g', g'' are the caller's contract).
     """
-    if isinstance(g, Shaping):
-        return g
-    if isinstance(g, str):
+    if isinstance(shaping, Shaping):
+        return shaping
+    if isinstance(shaping, str):
         try:
-            return _REGISTRY[g]
+            return _REGISTRY[shaping]
         except KeyError:
-            raise ValueError(f"unknown shaping function {g!r}; available: {available_shapings()}") from None
-    if callable(g):
-        check_elementwise(g, f"shaping {getattr(g, '__name__', 'callable')!r}")
-        dg = _autograd_derivative(g)
-        return Shaping(getattr(g, "__name__", "callable"), g, dg, _autograd_derivative(dg))
-    raise ValueError(f"shaping must be a name, a Shaping or a callable, got {type(g).__name__}")
+            raise ValueError(f"unknown shaping function {shaping!r}; available: {available_shapings()}") from None
+    if callable(shaping):
+        check_elementwise(shaping, f"shaping {getattr(shaping, '__name__', 'callable')!r}")
+        dg = _autograd_derivative(shaping)
+        return Shaping(getattr(shaping, "__name__", "callable"), shaping, dg, _autograd_derivative(dg))
+    raise ValueError(f"shaping must be a name, a Shaping or a callable, got {type(shaping).__name__}")
 
 
 # The paper's choice: g(x) = -log(1 + x) (Sec. 3, "diminishing marginal sensitivity"; Cor. C.6).
