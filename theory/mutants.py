@@ -177,8 +177,8 @@ MUTANTS: tuple[Mutant, ...] = (
     _m(
         "thm_4_2_influence.check_increasing_g",
         INFLUENCE,
-        "w = p * shaping.dg(m)",
-        "w = -p * shaping.dg(m).abs()",
+        "w = p * fn.dg(m)",
+        "w = -p * fn.dg(m).abs()",
         "the interaction written as a penalty whatever the sign of g'",
         "m.check_increasing_g(100)",
     ),
