@@ -16,8 +16,9 @@ recipe profile of the experiment it ships the start for.
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from import_graph import file_imports
 
 from reproduce.__main__ import AVAILABLE
 
@@ -49,19 +50,9 @@ def imported_units(path: Path, root: Path) -> list[tuple[int, str]]:
     """(line, unit) of every reproduce import in the file; `from reproduce import x` names unit x."""
     package = ".".join(("reproduce", *path.relative_to(root).parent.parts))
     out = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
-            names = [f"{module}.{a.name}" for a in node.names] if module == "reproduce" else [module]
-        else:
-            continue
-        out += [(node.lineno, n.split(".")[1]) for n in names if n.startswith("reproduce.")]
+    for line, module, names in file_imports(path, package):
+        full = [f"{module}.{n}" for n in names] if module == "reproduce" else [module]
+        out += [(line, n.split(".")[1]) for n in full if n.startswith("reproduce.")]
     return out
 
 

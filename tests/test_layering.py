@@ -5,8 +5,9 @@ Every import is checked, the ones inside functions too (a deferred import is sti
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from import_graph import file_imports
 
 ROOT = Path(__file__).resolve().parents[1] / "setpo"
 
@@ -41,22 +42,14 @@ def imported_modules(path: Path, root: Path) -> list[tuple[int, str]]:
     name = module_name(path, root)
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     out = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            out += [(node.lineno, a.name) for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
-            if module == "setpo":  # `from setpo import x`: the submodule x when there is one, else the root
-                for a in node.names:
-                    sub = root / a.name
-                    is_module = sub.is_dir() or sub.with_suffix(".py").is_file()
-                    out.append((node.lineno, f"setpo.{a.name}" if is_module else "setpo"))
-            else:
-                out.append((node.lineno, module))
+    for line, module, names in file_imports(path, package):
+        if module == "setpo":  # `from setpo import x`: the submodule x when there is one, else the root
+            for a in names:
+                sub = root / a
+                is_module = sub.is_dir() or sub.with_suffix(".py").is_file()
+                out.append((line, f"setpo.{a}" if is_module else "setpo"))
+        else:
+            out.append((line, module))
     return [(line, m) for line, m in out if m == "setpo" or m.startswith("setpo.")]
 
 
