@@ -50,6 +50,7 @@ from reproduce.common import (
     progress_callback,
     save_figure,
 )
+from reproduce.tasks.lists import ListSelectionTask, Prompt, item_tokenizer, sft_examples
 from setpo.metrics.diversity import (
     js_to_uniform,
     mean_pairwise_embedding_distance,
@@ -57,17 +58,7 @@ from setpo.metrics.diversity import (
     unique_at_n,
     validity_rate,
 )
-from setpo.tasks.list_selection import (
-    VOCABULARY,
-    ListSelectionTask,
-    Prompt,
-    extract_answer,
-    is_valid,
-    item_tokenizer,
-    parse_list_prompt,
-    sft_examples,
-    validity_reward,
-)
+from setpo.tasks.list_selection import VOCABULARY, extract_answer, is_valid, parse_list_prompt, validity_reward
 
 NAME = "gapo_lists"
 METHODS = ("grpo", "gapo", "setpo_grpo", "setpo_gapo")

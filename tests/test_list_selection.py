@@ -7,21 +7,16 @@ from collections import Counter
 
 import pytest
 
-from setpo import normalize_answer
-from setpo.tasks.list_selection import (
-    VOCABULARY,
+from reproduce.tasks.lists import (
     ListSelectionTask,
     biased_choice,
-    extract_answer,
-    is_valid,
     item_tokenizer,
-    list_prompt,
-    open_prompt,
-    parse_list_prompt,
     sft_examples,
     validate_vocabulary,
     zipf_weights,
 )
+from setpo import normalize_answer
+from setpo.tasks.list_selection import VOCABULARY, extract_answer, is_valid, list_prompt, open_prompt, parse_list_prompt
 from setpo.tiny import DEFAULT_ALPHABET
 
 
