@@ -23,6 +23,7 @@ import time
 import torch
 
 from setpo import cosine_kernel, get_shaping, loo_credits, loo_credits_reference
+from setpo._cli import Parser
 from setpo.files import OutError, check_out
 
 MAX_G = 1024  # Algorithm 1 is O(G^3) per group: beyond this one timing takes minutes
@@ -81,7 +82,7 @@ def check_args(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python benchmarks/bench_credits.py", description=__doc__.splitlines()[0])
+    ap = Parser(prog="python benchmarks/bench_credits.py", description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--groups", type=int, nargs="*", default=[6, 16, 64])
     ap.add_argument("--dim", type=int, default=384)

@@ -12,7 +12,6 @@ Figures only, no assertions.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -23,6 +22,7 @@ import time
 import torch
 
 from setpo import cosine_kernel, loo_credits
+from setpo._cli import Parser
 from setpo.embedders import HashedNgramEmbedder, PolicyHiddenStateEmbedder, offline_minilm
 from setpo.files import OutError, check_out
 
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python benchmarks/bench_embedders.py", description=__doc__.splitlines()[0])
+    ap = Parser(prog="python benchmarks/bench_embedders.py", description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=512, help="number of completions")
     ap.add_argument("--chars", type=int, default=200, help="characters per completion")
     ap.add_argument("--group", type=int, default=6, help="group size G for the credits")

@@ -43,6 +43,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `reproduce` (the arm-seed) lives in the checkout
 import torch
 
+from setpo._cli import Parser
 from setpo.files import OutError, check_out
 
 STAGES = ("generation", "reward_credits", "ref_old_logps", "loss_forward", "backward_optimizer", "setup",
@@ -216,7 +217,7 @@ def model_dims() -> dict:
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     """The parsed command line; counts below 1 and a --json the rule of every output refuses end in one line."""
-    parser = argparse.ArgumentParser(prog="python benchmarks/bench_smollm2.py", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="python benchmarks/bench_smollm2.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=30, help="RL steps per arm-seed (the full profile: 30)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds (each times both paths)")

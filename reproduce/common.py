@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from setpo._cli import Parser
 from setpo.files import RUN_MARK, OutError, check_out, read_yaml
 
 MANIFEST = RUN_MARK
@@ -653,13 +654,6 @@ def count(value: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
     return n
-
-
-class Parser(argparse.ArgumentParser):
-    """ArgumentParser whose errors are one line: ``prog: error: message (see --help)``."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def add_run_options(p: argparse.ArgumentParser, name: str) -> None:

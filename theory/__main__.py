@@ -9,7 +9,6 @@ has an unexpected outcome, 2 for a bad option or an unwritable report, 130 on Ct
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import sys
 import time
@@ -18,6 +17,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from setpo._cli import Parser
 from setpo.files import OutError, check_out
 from theory import RESULTS, consistency, find, paper_arithmetic, report
 
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m theory", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m theory", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="about 1,000 instances per check instead of 10,000")
     parser.add_argument("--only", default="", help="comma-separated keys or labels, e.g. thm_4_4,C.5,3.4")
     parser.add_argument("--report", default=None, help="where to write the markdown report (a new file)")

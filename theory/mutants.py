@@ -15,7 +15,6 @@ measurements in MEASUREMENTS (records with nothing to pass or fail).
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import inspect
 import sys
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
+from setpo._cli import Parser
 from theory import RESULTS
 from theory.records import CheckRecord
 
@@ -842,7 +842,7 @@ def battery(only: str = "") -> list[Outcome]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m theory.mutants", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m theory.mutants", description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="run the mutants whose check contains this text")
     args = parser.parse_args(argv)
     start = time.perf_counter()

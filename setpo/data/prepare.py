@@ -15,6 +15,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from setpo._cli import Parser
 from setpo.data.build import DEFAULT_DATASETS, prepare_datasets
 from setpo.data.load import DatasetUnavailableError
 from setpo.data.sources import SPECS, source_table
@@ -42,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog=PROG,
         description="Write verl-format parquet files DIR/<dataset>/<split>.parquet.",
         epilog="Sources:\n" + source_table(),

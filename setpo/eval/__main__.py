@@ -20,6 +20,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
+from setpo._cli import Parser
 from setpo.data import EVAL_BENCHMARKS, DatasetUnavailableError, prepare_split, read_prepared
 from setpo.eval.generate import SamplingConfig, config_dict, make_generator
 from setpo.eval.harness import evaluate_benchmark, math_checker, model_fingerprint, reference_answers, rows_digest
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    p = Parser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True, help="checkpoint folder or Hub id")
     p.add_argument("--data", type=Path, default=None, help="folder written by python -m setpo.data.prepare")
     p.add_argument(

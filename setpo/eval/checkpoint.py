@@ -14,10 +14,11 @@ Hugging Face model into ``global_step_<N>/merged_hf/``; ``python -m setpo.eval.c
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 from pathlib import Path
+
+from setpo._cli import Parser
 
 LATEST = "latest_checkpointed_iteration.txt"
 MERGED = "merged_hf"
@@ -77,7 +78,7 @@ def resolve_model(model: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m setpo.eval.checkpoint", description=__doc__.split("\n\n")[0])
+    p = Parser(prog="python -m setpo.eval.checkpoint", description=__doc__.split("\n\n")[0])
     p.add_argument("path", help="a verl run folder, checkpoints folder, global_step_<N> or actor folder")
     p.add_argument("--merge", action="store_true", help="run verl's merge step when the weights are missing")
     a = p.parse_args(argv)

@@ -5,14 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from setpo._cli import Parser
 from setpo.tiny.model import FAMILIES, build_tiny_model
-
-
-class _Parser(argparse.ArgumentParser):
-    """One-line errors: ``prog: error: message (see --help)``."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def _out_dir(value: str) -> str:
@@ -23,7 +17,7 @@ def _out_dir(value: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Build a tiny model from the command line; errors end in one line (exit 2)."""
-    parser = _Parser(prog="python -m setpo.tiny", description="Build and save a tiny causal LM.")
+    parser = Parser(prog="python -m setpo.tiny", description="Build and save a tiny causal LM.")
     parser.add_argument(
         "out_dir",
         type=_out_dir,
