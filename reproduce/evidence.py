@@ -143,45 +143,59 @@ def contrasts(per_problem, arm_names: list[str], rl_steps: int, placebo_ratio: f
                                     base=per_seed_values(table, [start] * len(seeds), K), arm="grpo", claim=regime,
                                     metric=K, **row))  # fmt: skip
             for arm in arm_names[1:]:
-                control = arm.startswith("placebo")
-                for k in [decision_k(n)] + [k for k in report_ks(n) if k != decision_k(n)]:
-                    y = f"pass@{k}"
-                    gap = frontier_gap(table, paths, end[arm], "pass@1", y)
-                    front = frontier_values(table, paths, end[arm], "pass@1", y)
-                    decides = y == K and not control
-                    out.append(contrast_row(gap, P, family="frontier" if decides else None, arm=arm,
-                                            min_effect=MIN_EFFECT["frontier"] if decides else None, base=front,
-                                            ceiling=front, claim=f"{arm} lies above GRPO's frontier",
-                                            metric=f"{y} gap", **row))  # fmt: skip
-                for metric in dict.fromkeys(("pass@1", K, "distinct")):
-                    out.append(contrast_row(end_diff(table, end[arm], end["grpo"], metric), P, arm=arm,
-                                            base=per_seed_values(table, end["grpo"], metric),
-                                            claim=f"{arm} minus GRPO end point", metric=metric, **row))  # fmt: skip
-                alt = (other_decoding or {}).get(dec)
-                if alt and not control:
-                    hot = [("grpo", G, s, rl_steps, alt) for s in seeds]
-                    if all(table.has(k) for k in hot):
-                        for metric in ("pass@1", K):
-                            hotter = f"{arm} minus GRPO end point sampled at {alt}"
-                            out.append(contrast_row(end_diff(table, end[arm], hot, metric), P, arm=arm,
-                                                    base=per_seed_values(table, hot, metric), metric=metric,
-                                                    claim=hotter, **row))  # fmt: skip
-            if r is None or f"placebo_r{r}" not in arm_names:
-                continue
-            setpo, placebo = end[f"setpo_r{r}"], end[f"placebo_r{r}"]
-            claim = f"setpo_r{r} beats placebo_r{r}"
-            for metric in dict.fromkeys(("pass@1", K, "distinct")):
-                decides = metric == K
-                out.append(contrast_row(end_diff(table, setpo, placebo, metric), P, arm=f"setpo_r{r}",
-                                        family="placebo" if decides else None,
-                                        min_effect=MIN_EFFECT["placebo"] if decides else None,
-                                        base=per_seed_values(table, placebo, metric), claim=claim, metric=metric,
-                                        **row))  # fmt: skip
-            matched = minus(frontier_gap(table, paths, setpo, "pass@1", K),
-                            frontier_gap(table, paths, placebo, "pass@1", K))  # fmt: skip
-            out.append(contrast_row(matched, P, arm=f"setpo_r{r}", claim=f"{claim} at matched pass@1",
-                                    metric=f"{K} gap minus placebo's", **row))  # fmt: skip
+                out += _arm_rows(table, paths, end, arm, seeds, n, (other_decoding or {}).get(dec), row)
+            if r is not None and f"placebo_r{r}" in arm_names:
+                out += _placebo_rows(table, paths, end[f"setpo_r{r}"], end[f"placebo_r{r}"], r, K, row)
     return pd.DataFrame(apply_rule(out))
+
+
+def _arm_rows(table, paths, end: dict, arm: str, seeds: list, n: int, alt: str | None, row: dict) -> list[dict]:
+    """One arm's rows: its frontier gap at every reported k, its differences to GRPO's end point, and to GRPO's
+    end point sampled at the hotter decoding ``alt`` when every seed has it."""
+    K = f"pass@{decision_k(n)}"
+    rl_steps = end["grpo"][0][3]
+    G = row["G"]
+    control = arm.startswith("placebo")
+    out = []
+    for k in [decision_k(n)] + [k for k in report_ks(n) if k != decision_k(n)]:
+        y = f"pass@{k}"
+        gap = frontier_gap(table, paths, end[arm], "pass@1", y)
+        front = frontier_values(table, paths, end[arm], "pass@1", y)
+        decides = y == K and not control
+        out.append(contrast_row(gap, table.n_problems, family="frontier" if decides else None, arm=arm,
+                                min_effect=MIN_EFFECT["frontier"] if decides else None, base=front,
+                                ceiling=front, claim=f"{arm} lies above GRPO's frontier",
+                                metric=f"{y} gap", **row))  # fmt: skip
+    for metric in dict.fromkeys(("pass@1", K, "distinct")):
+        out.append(contrast_row(end_diff(table, end[arm], end["grpo"], metric), table.n_problems, arm=arm,
+                                base=per_seed_values(table, end["grpo"], metric),
+                                claim=f"{arm} minus GRPO end point", metric=metric, **row))  # fmt: skip
+    hot = [("grpo", G, s, rl_steps, alt) for s in seeds]
+    if alt and not control and all(table.has(k) for k in hot):
+        for metric in ("pass@1", K):
+            hotter = f"{arm} minus GRPO end point sampled at {alt}"
+            out.append(contrast_row(end_diff(table, end[arm], hot, metric), table.n_problems, arm=arm,
+                                    base=per_seed_values(table, hot, metric), metric=metric,
+                                    claim=hotter, **row))  # fmt: skip
+    return out
+
+
+def _placebo_rows(table, paths, setpo: list, placebo: list, r: str, K: str, row: dict) -> list[dict]:
+    """SetPO minus the placebo at the same ratio: at the end point (pass@K decides) and at matched pass@1."""
+    claim = f"setpo_r{r} beats placebo_r{r}"
+    out = []
+    for metric in dict.fromkeys(("pass@1", K, "distinct")):
+        decides = metric == K
+        out.append(contrast_row(end_diff(table, setpo, placebo, metric), table.n_problems, arm=f"setpo_r{r}",
+                                family="placebo" if decides else None,
+                                min_effect=MIN_EFFECT["placebo"] if decides else None,
+                                base=per_seed_values(table, placebo, metric), claim=claim, metric=metric,
+                                **row))  # fmt: skip
+    matched = minus(frontier_gap(table, paths, setpo, "pass@1", K),
+                    frontier_gap(table, paths, placebo, "pass@1", K))  # fmt: skip
+    out.append(contrast_row(matched, table.n_problems, arm=f"setpo_r{r}", claim=f"{claim} at matched pass@1",
+                            metric=f"{K} gap minus placebo's", **row))  # fmt: skip
+    return out
 
 
 def figure_frontier(run: RunDir, prof: Any, df) -> Path:
