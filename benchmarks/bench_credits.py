@@ -23,7 +23,7 @@ import time
 import torch
 
 from setpo import cosine_kernel, get_shaping, loo_credits, loo_credits_reference
-from setpo._cli import Parser
+from setpo._cli import Parser, run_interruptible
 from setpo.files import OutError, check_out
 
 MAX_G = 1024  # Algorithm 1 is O(G^3) per group: beyond this one timing takes minutes
@@ -82,6 +82,12 @@ def check_args(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line (see the module docstring); Ctrl-C ends in one line with the command that reruns."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return run_interruptible(_main, argv, "python benchmarks/bench_credits.py", "nothing written")
+
+
+def _main(argv: list[str]) -> int:
     ap = Parser(prog="python benchmarks/bench_credits.py", description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--groups", type=int, nargs="*", default=[6, 16, 64])

@@ -15,14 +15,13 @@ from __future__ import annotations
 import json
 import os
 import random
-import shlex
 import sys
 import time
 
 import torch
 
 from setpo import cosine_kernel, loo_credits
-from setpo._cli import Parser
+from setpo._cli import Parser, run_interruptible
 from setpo.embedders import HashedNgramEmbedder, PolicyHiddenStateEmbedder, offline_minilm
 from setpo.files import OutError, check_out
 
@@ -68,11 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     """Command line (see the module docstring): sizes too large for the machine and Ctrl-C end in one line."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        return _main(argv)
-    except KeyboardInterrupt:
-        again = " ".join(["python benchmarks/bench_embedders.py", *map(shlex.quote, argv)])
-        print(f"\ninterrupted (SIGINT): nothing written; run again with: {again}", file=sys.stderr)
-        return 130
+        return run_interruptible(_main, argv, "python benchmarks/bench_embedders.py", "nothing written")
     except (MemoryError, RuntimeError) as err:  # torch reports an allocation it cannot make as a RuntimeError
         first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
         print(f"error: {first}; ask for smaller sizes (--n, --chars, --group)", file=sys.stderr)

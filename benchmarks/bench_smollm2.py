@@ -43,7 +43,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `reproduce` (the arm-seed) lives in the checkout
 import torch
 
-from setpo._cli import Parser
+from setpo._cli import Parser, run_interruptible
 from setpo.files import OutError, check_out
 
 STAGES = ("generation", "reward_credits", "ref_old_logps", "loss_forward", "backward_optimizer", "setup",
@@ -236,6 +236,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.ArgumentParser, 
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line (see the module docstring); Ctrl-C ends in one line with the command that reruns."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return run_interruptible(_main, argv, "python benchmarks/bench_smollm2.py", "nothing written")
+
+
+def _main(argv: list[str]) -> int:
     parser, args = parse_args(argv)
     torch.set_num_threads(args.threads)
     gflops = matmul_gflops(args.threads)

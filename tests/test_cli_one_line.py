@@ -50,3 +50,16 @@ def test_the_parser_reports_the_problem_not_only_that_there_was_one(capsys):
     with pytest.raises(SystemExit):
         p.parse_args(["--n", "two"])
     assert capsys.readouterr().err == "tool: error: argument --n: invalid int value: 'two' (see --help)\n"
+
+
+@pytest.mark.parametrize("target", ["theory", *SCRIPTS])
+def test_ctrl_c_ends_in_one_line_with_the_command_that_reruns(target, capsys, monkeypatch):
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    main = _main_of(target)
+    monkeypatch.setitem(main.__globals__, "_main", interrupted)
+    assert main(["--seed", "3"]) == 130
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("interrupted (SIGINT): "), lines
+    assert lines[0].endswith(" --seed 3") and "run again with: python " in lines[0]

@@ -9,7 +9,6 @@ has an unexpected outcome, 2 for a bad option or an unwritable report, 130 on Ct
 
 from __future__ import annotations
 
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from setpo._cli import Parser
+from setpo._cli import Parser, run_interruptible
 from setpo.files import OutError, check_out
 from theory import RESULTS, consistency, find, paper_arithmetic, report
 
@@ -29,12 +28,7 @@ ARITHMETIC = ROOT / "paper_figures" / "paper_arithmetic.md"
 def main(argv: list[str] | None = None) -> int:
     """Command line (see the module docstring); Ctrl-C ends in one line with the command that reruns."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        return _main(argv)
-    except KeyboardInterrupt:
-        again = " ".join(["python -m theory", *map(shlex.quote, argv)])
-        print(f"\ninterrupted (SIGINT): no report written; run again with: {again}", file=sys.stderr)
-        return 130
+    return run_interruptible(_main, argv, "python -m theory", "no report written")
 
 
 def _main(argv: list[str]) -> int:
