@@ -11,7 +11,7 @@ from typing import Callable, Union
 
 import torch
 
-from setpo._validate import check_str
+from setpo._validate import check_choice, check_str
 
 Fn = Callable[[torch.Tensor], torch.Tensor]
 
@@ -103,10 +103,7 @@ def get_shaping(shaping: ShapingSpec = "neglog1p") -> Shaping:
     if isinstance(shaping, Shaping):
         return shaping
     if isinstance(shaping, str):
-        try:
-            return _REGISTRY[shaping]
-        except KeyError:
-            raise ValueError(f"unknown shaping function {shaping!r}; available: {available_shapings()}") from None
+        return _REGISTRY[check_choice(shaping, "shaping function", available_shapings())]
     if callable(shaping):
         check_elementwise(shaping, f"shaping {getattr(shaping, '__name__', 'callable')!r}")
         dg = _autograd_derivative(shaping)

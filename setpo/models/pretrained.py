@@ -73,10 +73,7 @@ def offline_file(name: str) -> Path | None:
 
 def _lookup(name: str) -> PretrainedModel:
     check_str(name, "model name")
-    key = name.strip().lower()
-    if key not in _MODELS:
-        raise ValueError(f"unknown pretrained model {name!r}; registered: {available_pretrained()}")
-    return _MODELS[key]
+    return _MODELS[check_choice(name.strip().lower(), "pretrained model", available_pretrained())]
 
 
 def default_cache_dir() -> Path:

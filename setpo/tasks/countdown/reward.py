@@ -25,6 +25,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Literal, Sequence, get_args
 
+from setpo._validate import check_choice
 from setpo.tasks.countdown.expressions import evaluate_expression
 from setpo.tasks.countdown.problems import CountdownProblem
 
@@ -50,9 +51,7 @@ MAX_POWER_BITS = 100_000
 
 def check_rule(rule: str) -> RewardRule:
     """`rule` when it names a reward rule; ValueError otherwise."""
-    if rule not in REWARD_RULES:
-        raise ValueError(f"unknown Countdown reward rule {rule!r}; use one of {REWARD_RULES}")
-    return rule  # type: ignore[return-value]
+    return check_choice(rule, "Countdown reward rule", REWARD_RULES)  # type: ignore[return-value]
 
 
 def extract_tagged_answer(text: str) -> str | None:
