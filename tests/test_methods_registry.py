@@ -277,7 +277,7 @@ def test_darling_bad_input():
         get_method("darling")(GroupBatch(R, answers=["a", "b", "c"]), partition="answers")
     with pytest.raises(ValueError, match="threshold"):
         get_method("darling")(GroupBatch(R, embeddings=DUP3), partition="embedding", threshold=1.5)
-    with pytest.raises(ValueError, match=r"must return \(B, G\) = \(1, 3\) labels"):
+    with pytest.raises(ValueError, match=r"partition function.s labels must have shape \(B, G\) = \(1, 3\)"):
         get_method("darling")(GroupBatch(R), partition=lambda b: torch.zeros(3, dtype=torch.long))
     with pytest.raises(ValueError, match="integer tensor"):
         get_method("darling")(GroupBatch(R), partition=lambda b: torch.zeros(1, 3))
