@@ -119,13 +119,16 @@ def check_str(value: Any, name: str, *, none: bool = False, blank: bool = False)
     return value
 
 
-def check_ints(values: Any, name: str, *, minimum: int | None = None, kind: type | tuple[type, ...] = int) -> tuple:
-    """`values` as a non-empty tuple of integers of `kind` (bools refused), each >= `minimum`."""
+def check_ints(
+    values: Any, name: str, *, minimum: int | None = None, kind: type | tuple[type, ...] = int, empty: bool = False
+) -> tuple:
+    """`values` as a tuple of integers of `kind` (bools refused), each >= `minimum`; non-empty unless `empty`."""
     out = tuple(values)
-    if not out or any(
+    if (not out and not empty) or any(
         isinstance(v, bool) or not isinstance(v, kind) or (minimum is not None and v < minimum) for v in out
     ):
-        raise ValueError(f"{name} must be a non-empty sequence of integers{_bounds(minimum, None)}, got {values!r}")
+        what = "sequence" if empty else "non-empty sequence"
+        raise ValueError(f"{name} must be a {what} of integers{_bounds(minimum, None)}, got {values!r:.120}")
     return out
 
 

@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Literal, Sequence, get_args
 
-from setpo._validate import check_choice
+from setpo._validate import check_choice, check_same_len
 from setpo.tasks.countdown.expressions import evaluate_expression
 from setpo.tasks.countdown.problems import CountdownProblem
 
@@ -173,8 +173,7 @@ def correct_answer(completion: str, nums: Sequence[int], target: int, rule: str 
 
 
 def _trl_rewards(completions, target, nums, rule: str) -> list[float]:
-    if not (len(completions) == len(target) == len(nums)):
-        raise ValueError(f"lengths differ: {len(completions)} completions, {len(target)} targets, {len(nums)} nums")
+    check_same_len(completions=completions, target=target, nums=nums)
     out = []
     for c, t, n in zip(completions, target, nums):
         text = c if isinstance(c, str) else c[-1]["content"]  # plain or conversational completions

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
+from setpo._validate import check_same_len
 from setpo.tasks.math.extract import extract_boxed, normalize_answer, strip_percent
 
 #: Names the extraction rule and answer normalisation; stored with every result so a rule change is never resumed.
@@ -134,8 +135,7 @@ def verify_many(
     progress: bool = True,
 ) -> list[bool]:
     """Check completions[i] against golds[i]; ``workers > 1`` uses that many processes (timeouts stay on)."""
-    if len(completions) != len(golds):
-        raise ValueError(f"{len(completions)} completions but {len(golds)} reference answers")
+    check_same_len(completions=completions, golds=golds)
     from tqdm.auto import tqdm  # imported here: tqdm is not a core dependency
 
     verifier = verifier or MathVerifier()
