@@ -110,12 +110,14 @@ def check_callable(value: Any, name: str, what: str = "") -> Any:
     return value
 
 
-def check_str(value: Any, name: str, *, none: bool = False, blank: bool = False) -> Any:
-    """`value` unless it is not a non-empty string, nor blank unless ``blank=True`` (None too with ``none=True``)."""
+def check_str(value: Any, name: str, *, none: bool = False, blank: bool = False, empty: bool = False) -> Any:
+    """`value` unless it is not a string, or is empty (unless ``empty=True``) or blank (unless ``blank=True``);
+    None passes with ``none=True``."""
     if none and value is None:
         return None
-    if not isinstance(value, str) or not (value if blank else value.strip()):
-        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    if not isinstance(value, str) or not (empty or (value if blank else value.strip())):
+        what = "a string" if empty else "a non-empty string"
+        raise ValueError(f"{name} must be {'None or ' if none else ''}{what}, got {value!r:.80}")
     return value
 
 

@@ -11,7 +11,7 @@ import re
 from fractions import Fraction
 from typing import Literal, Union
 
-from setpo._validate import check_choice
+from setpo._validate import check_choice, check_str
 
 Expr = Union[int, tuple]
 OPS = ("+", "-", "*", "/")
@@ -92,8 +92,7 @@ def parse_expression(text: str) -> Expr:
     Follows Python's grammar, as TinyZero's `eval` does, but refuses what is not plain arithmetic on the
     given integers: `**`, `//`, `%`, decimal literals, names and calls.
     """
-    if not isinstance(text, str):
-        raise ValueError(f"expression must be a string, got {type(text).__name__}")
+    check_str(text, "expression", empty=True)
     if len(text) > MAX_EXPRESSION_CHARS:
         raise ValueError(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
     if not _ALLOWED_CHARS.match(text):

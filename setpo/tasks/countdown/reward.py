@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Literal, Sequence, get_args
 
-from setpo._validate import check_choice, check_same_len
+from setpo._validate import check_choice, check_same_len, check_str
 from setpo.tasks.countdown.expressions import evaluate_expression
 from setpo.tasks.countdown.problems import CountdownProblem
 
@@ -69,8 +69,7 @@ def extract_answer(completion: str, rule: str = DEFAULT_RULE) -> str | None:
     "tinyzero": the last <answer>...</answer> on the last line only (TinyZero's ``extract_solution``);
     "lenient": the last one anywhere, across lines.
     """
-    if not isinstance(completion, str):
-        raise ValueError(f"completion must be a string, got {type(completion).__name__}")
+    check_str(completion, "completion", empty=True)
     if check_rule(rule) == "lenient":
         return extract_tagged_answer(completion)
     found = _LINE_TAG_RE.findall(completion.split("\n")[-1])

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from setpo._validate import check_same_len
+from setpo._validate import check_same_len, check_str
 from setpo.tasks.math.extract import extract_boxed, normalize_answer, strip_percent
 
 #: Names the extraction rule and answer normalisation; stored with every result so a rule change is never resumed.
@@ -99,8 +99,7 @@ class MathVerifier:
         return self.timeout_s if (self.timeout_s and _in_main_thread()) else None
 
     def __call__(self, completion: str, golds: str | Sequence[str]) -> bool:
-        if not isinstance(completion, str):
-            raise ValueError(f"completion must be a string, got {type(completion).__name__}")
+        check_str(completion, "completion", empty=True)
         golds = [golds] if isinstance(golds, str) else list(golds)
         if not golds:
             raise ValueError("at least one reference answer is needed")
