@@ -103,10 +103,11 @@ def check_choice(value: Any, name: str, choices: Collection[Any], hint: str = ""
     return value
 
 
-def check_callable(value: Any, name: str, what: str = "") -> Any:
-    """`value` unless it is not callable; `what` (e.g. " (texts -> (N, d))") says what it should compute."""
-    if not callable(value):
-        raise ValueError(f"{name} must be callable{what}, got {type(value).__name__}")
+def check_callable(value: Any, name: str, what: str = "", *, none: bool = False) -> Any:
+    """`value` unless it is not callable (None passes with ``none=True``); `what` (e.g. " (texts -> (N, d))") says
+    what it should compute."""
+    if not (callable(value) or (none and value is None)):
+        raise ValueError(f"{name} must be {'None or ' if none else ''}callable{what}, got {type(value).__name__}")
     return value
 
 

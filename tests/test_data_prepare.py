@@ -159,7 +159,7 @@ def test_bad_requests_raise_clear_errors(local, tmp_path):
         get_spec("gsm9k")
     with pytest.raises(ValueError, match="unknown split of dataset .* 'validation'"):
         prepare_split("gsm8k", "validation", tmp_path, local_dir=local, use_hub=False)
-    with pytest.raises(ValueError, match="limit must be a positive integer"):
+    with pytest.raises(ValueError, match="limit must be None or an integer >= 1"):
         prepare_split("aime24", "test", tmp_path, local_dir=local, limit=0, use_hub=False)
     _jsonl(local / "aime25/test.jsonl", [{"question_text": "?", "answer": "1"}])
     with pytest.raises(ValueError, match="no problem field .*problem, question"):
