@@ -350,7 +350,7 @@ def test_mean_pool_matches_reference():
     "hidden, mask, match",
     [
         (torch.zeros(2, 3), torch.ones(2, 3), "hidden"),
-        (torch.zeros(2, 3, 4), torch.ones(2, 4), "mask shape"),
+        (torch.zeros(2, 3, 4), torch.ones(2, 4), r"mask must have shape \(B, T\) of hidden = \(2, 3\), got \(2, 4\)"),
         (torch.zeros(2, 3, 4), torch.full((2, 3), 2), "0/1"),
         (torch.zeros(2, 3, 4, dtype=torch.long), torch.ones(2, 3), "floating"),
         (torch.full((1, 2, 4), float("inf")), torch.ones(1, 2), "NaN/inf"),

@@ -11,7 +11,7 @@ from typing import Callable, Union
 
 import torch
 
-from setpo._validate import check_choice, check_str
+from setpo._validate import check_callable, check_choice, check_str
 
 Fn = Callable[[torch.Tensor], torch.Tensor]
 
@@ -38,8 +38,8 @@ _REGISTRY: dict[str, Shaping] = {}
 def register_shaping(name: str, g: Fn, dg: Fn, d2g: Fn) -> Shaping:
     """Register a shaping function under `name` (refuses to overwrite an existing name)."""
     check_str(name, "shaping name", blank=True)
-    if not all(callable(f) for f in (g, dg, d2g)):
-        raise ValueError("g, dg and d2g must be callables")
+    for fn, what in ((g, "g"), (dg, "dg"), (d2g, "d2g")):
+        check_callable(fn, f"shaping {name!r}: {what}")
     if name in _REGISTRY:
         raise ValueError(f"shaping function {name!r} is already registered")
     _REGISTRY[name] = Shaping(name, g, dg, d2g)

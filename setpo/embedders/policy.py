@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import torch
 
-from setpo._validate import check_callable, check_embeddings, check_int, check_texts
+from setpo._validate import check_callable, check_embeddings, check_int, check_shape, check_texts
 
 #: The embedder spec that makes the trainers pool the policy's own hidden states (no separate model to build).
 POLICY_EMBEDDER = "policy"
@@ -22,9 +22,7 @@ def _check_pool_inputs(hidden: torch.Tensor, mask: torch.Tensor) -> tuple[torch.
     if not isinstance(hidden, torch.Tensor) or not torch.is_floating_point(hidden) or hidden.dim() != 3:
         shape = tuple(hidden.shape) if isinstance(hidden, torch.Tensor) else type(hidden).__name__
         raise ValueError(f"hidden must be a floating (B, T, H) tensor, got {shape}")
-    mask = torch.as_tensor(mask, device=hidden.device)
-    if mask.shape != hidden.shape[:2]:
-        raise ValueError(f"mask shape {tuple(mask.shape)} does not match hidden's (B, T) = {tuple(hidden.shape[:2])}")
+    mask = check_shape(torch.as_tensor(mask, device=hidden.device), "mask", tuple(hidden.shape[:2]), "(B, T) of hidden")
     if mask.dtype != torch.bool:
         if not bool(((mask == 0) | (mask == 1)).all()):
             raise ValueError("mask must hold only 0/1 (or bool) values")
