@@ -91,7 +91,7 @@ def test_unboxed_text_falls_back_to_its_last_expression_unless_a_box_is_required
 
 
 def test_verifier_rejects_bad_input():
-    with pytest.raises(ValueError, match="at least one reference answer"):
+    with pytest.raises(ValueError, match=r"golds \(reference answers\) must hold at least 1 item"):
         verifier(r"\boxed{1}", [])
     with pytest.raises(ValueError, match="completion must be a string, got"):
         verifier(1, "1")

@@ -309,7 +309,7 @@ def test_controls_act_on_any_method_but_not_on_a_loss_term(tmp_path):
 def test_yaml_with_a_duplicate_key_is_refused(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("setpo_lambda: 0.1\nlearning_rate: 1e-5\nsetpo_lambda: 0.2\n")
-    with pytest.raises(ValueError, match=r"duplicate key 'setpo_lambda'.*line 3"):
+    with pytest.raises(ValueError, match=r"key 'setpo_lambda' is given twice \(line 3\)"):
         SetPOConfig.from_yaml(path, output_dir=str(tmp_path))
 
 

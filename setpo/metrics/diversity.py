@@ -21,7 +21,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from setpo._validate import check_choice, check_embeddings, check_int, check_len, check_real, check_strings
+from setpo._validate import check_choice, check_embeddings, check_int, check_len, check_real, check_shape, check_strings
 from setpo.core._checks import as_float_tensor
 from setpo.core.kernels import cosine_kernel
 from setpo.embedders.base import Embedder
@@ -141,8 +141,7 @@ def validity_rate(
     check_not_bare_string(valid, "valid")
     check_len(answers, "answers")
     V = {normalize(v) for v in valid} - {""}
-    if not V:
-        raise ValueError("valid set is empty")
+    check_len(V, "valid set (normalised, empty answers dropped)")
     return sum(normalize(a) in V for a in answers) / len(answers)
 
 
@@ -170,9 +169,7 @@ def unique_at_n(
 
 def mean_pairwise_distance(embeddings: torch.Tensor) -> float:
     """Mean over pairs i < j of 1 - cos(e_i, e_j) (unclamped cosine, so in [0, 2]); zero rows: see cosine_kernel."""
-    e = as_float_tensor(embeddings, "embeddings")
-    if e.dim() != 2:
-        raise ValueError(f"embeddings must have shape (N, d), got {tuple(e.shape)}")
+    e = check_shape(as_float_tensor(embeddings, "embeddings"), "embeddings", ("N", "d"))
     n = len(check_len(e, "mean pairwise distance's embeddings", 2))
     cos = cosine_kernel(e.to(torch.float64), clamp=False)
     iu = torch.triu_indices(n, n, offset=1)

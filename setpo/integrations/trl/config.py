@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from trl import GRPOConfig, TrlParser
 
 from setpo._validate import check_bool, check_choice, check_int, check_known, check_lambda, check_mapping, check_real
 from setpo.core import available_shapings
 from setpo.embedders import POLICY_EMBEDDER, check_embedder_spec, is_policy_embedder
+from setpo.files import read_yaml
 from setpo.integrations.trl.presets import available_presets, get_preset
 from setpo.methods import Method, available_methods, get_method
 from setpo.tasks.list_selection import extract_answer as first_line_answer
@@ -312,7 +312,7 @@ class SetPOConfig(GRPOConfig):
         command-line type (YAML's ``5e-2`` string becomes the float 0.05), and an ``env`` mapping sets
         environment variables, only once the config is valid. A key given twice is refused.
         """
-        values = yaml.load(Path(path).read_text(), Loader=_UniqueKeyLoader) or {}
+        values = read_yaml(path) or {}
         values = dict(check_mapping(values, f"{path} (SetPOConfig fields)"))
         env = check_mapping(values.pop("env", {}), f"{path}: `env` (environment variables)")
         check_known(
@@ -336,19 +336,6 @@ class SetPOConfig(GRPOConfig):
         if output_dir is not None:
             values["output_dir"] = output_dir
         return cls(**values)
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """yaml's safe loader, refusing a mapping that gives one key twice (yaml would keep the last silently)."""
-
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise ValueError(f"duplicate key {key!r} in the YAML file (line {key_node.start_mark.line + 1})")
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
 
 
 def _typed_like_trl(cls: type, values: dict[str, Any], source: str | Path) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from setpo._validate import check_same_len, check_str
+from setpo._validate import check_len, check_same_len, check_str
 from setpo.tasks.math.extract import extract_boxed, normalize_answer, strip_percent
 
 #: Names the extraction rule and answer normalisation; stored with every result so a rule change is never resumed.
@@ -100,9 +100,7 @@ class MathVerifier:
 
     def __call__(self, completion: str, golds: str | Sequence[str]) -> bool:
         check_str(completion, "completion", empty=True)
-        golds = [golds] if isinstance(golds, str) else list(golds)
-        if not golds:
-            raise ValueError("at least one reference answer is needed")
+        golds = check_len([golds] if isinstance(golds, str) else list(golds), "golds (reference answers)")
         mv = _math_verify()
         timeout = self._timeout()
         span = scored_span(completion)
