@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -103,30 +103,74 @@ def check_choice(value: Any, name: str, choices: Collection[Any], hint: str = ""
     return value
 
 
-def check_callable(value: Any, name: str, what: str = "") -> Any:
-    """`value` unless it is not callable; `what` (e.g. " (texts -> (N, d))") says what it should compute."""
-    if not callable(value):
-        raise ValueError(f"{name} must be callable{what}, got {type(value).__name__}")
+def check_callable(value: Any, name: str, what: str = "", *, none: bool = False) -> Any:
+    """`value` unless it is not callable (None passes with ``none=True``); `what` (e.g. " (texts -> (N, d))") says
+    what it should compute."""
+    if not (callable(value) or (none and value is None)):
+        raise ValueError(f"{name} must be {'None or ' if none else ''}callable{what}, got {type(value).__name__}")
     return value
 
 
-def check_str(value: Any, name: str, *, none: bool = False, blank: bool = False) -> Any:
-    """`value` unless it is not a non-empty string, nor blank unless ``blank=True`` (None too with ``none=True``)."""
+def check_str(value: Any, name: str, *, none: bool = False, blank: bool = False, empty: bool = False) -> Any:
+    """`value` unless it is not a string, or is empty (unless ``empty=True``) or blank (unless ``blank=True``);
+    None passes with ``none=True``."""
     if none and value is None:
         return None
-    if not isinstance(value, str) or not (value if blank else value.strip()):
-        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    if not isinstance(value, str) or not (empty or (value if blank else value.strip())):
+        what = "a string" if empty else "a non-empty string"
+        raise ValueError(f"{name} must be {'None or ' if none else ''}{what}, got {value!r:.80}")
     return value
 
 
-def check_ints(values: Any, name: str, *, minimum: int | None = None, kind: type | tuple[type, ...] = int) -> tuple:
-    """`values` as a non-empty tuple of integers of `kind` (bools refused), each >= `minimum`."""
+def check_ints(
+    values: Any, name: str, *, minimum: int | None = None, kind: type | tuple[type, ...] = int, empty: bool = False
+) -> tuple:
+    """`values` as a tuple of integers of `kind` (bools refused), each >= `minimum`; non-empty unless `empty`."""
     out = tuple(values)
-    if not out or any(
+    if (not out and not empty) or any(
         isinstance(v, bool) or not isinstance(v, kind) or (minimum is not None and v < minimum) for v in out
     ):
-        raise ValueError(f"{name} must be a non-empty sequence of integers{_bounds(minimum, None)}, got {values!r}")
+        what = "sequence" if empty else "non-empty sequence"
+        raise ValueError(f"{name} must be a {what} of integers{_bounds(minimum, None)}, got {values!r:.120}")
     return out
+
+
+def check_len(values: Any, name: str, minimum: int = 1) -> Any:
+    """`values` unless it holds fewer than `minimum` items."""
+    if len(values) < minimum:
+        raise ValueError(f"{name} must hold at least {minimum} item(s), got {len(values)}")
+    return values
+
+
+def check_same_len(**named: Any) -> int:
+    """The common length of the named sequences; the error lists each one's length when they differ."""
+    sizes = {name: len(values) for name, values in named.items()}
+    if len(set(sizes.values())) > 1:
+        raise ValueError("lengths differ: " + ", ".join(f"{n} {name}" for name, n in sizes.items()))
+    return next(iter(sizes.values()))
+
+
+def check_mapping(value: Any, name: str, *, keys: type | None = None) -> Any:
+    """`value` unless it is not a mapping (whose keys are all of type `keys`, when given)."""
+    if not isinstance(value, Mapping) or (keys is not None and not all(isinstance(k, keys) for k in value)):
+        of = f" with {keys.__name__} keys" if keys is not None else ""
+        raise ValueError(f"{name} must be a mapping{of}, got {value!r:.80}")
+    return value
+
+
+def check_known(names: Iterable[Any], known: Collection[Any], what: str, listed: bool = True) -> None:
+    """Refuse any of `names` outside `known`: "unknown {what} [...]", then the known ones when `listed`."""
+    unknown = sorted(set(names) - set(known), key=str)
+    if unknown:
+        raise ValueError(f"unknown {what} {unknown}" + (f"; known: {sorted(known, key=str)}" if listed else ""))
+
+
+def check_shape(t: Any, name: str, shape: Sequence[int | str], axes: str = "") -> Any:
+    """`t` unless its shape differs from `shape`, where a str entry (e.g. "T") takes any size; `axes` names them."""
+    if len(t.shape) != len(shape) or any(isinstance(s, int) and s != n for s, n in zip(shape, t.shape)):
+        want = f"({', '.join(map(str, shape))})" if len(shape) != 1 else f"({shape[0]},)"
+        raise ValueError(f"{name} must have shape {axes + ' = ' if axes else ''}{want}, got {tuple(t.shape)}")
+    return t
 
 
 def check_finite(t: torch.Tensor, name: str) -> torch.Tensor:
@@ -159,17 +203,24 @@ def as_float_tensor(x: Any, name: str) -> torch.Tensor:
     return t
 
 
+def check_strings(values: Any, name: str, *, n: int | None = None, none: bool = False) -> list:
+    """`values` as a list of strings (None too with ``none=True``), `n` of them when given; a bare string is refused
+    (it would read as one-letter texts)."""
+    if isinstance(values, (str, bytes)):
+        raise ValueError(f"{name} must be a sequence of strings, got a bare string {values[:40]!r}; wrap it in a list")
+    if not isinstance(values, Sequence):
+        raise ValueError(f"{name} must be a sequence of strings, got {type(values).__name__}")
+    if n is not None and len(values) != n:
+        raise ValueError(f"{name} must hold {n} entries, got {len(values)}")
+    bad = [i for i, v in enumerate(values) if not (isinstance(v, str) or (none and v is None))]
+    if bad:
+        raise ValueError(f"{name}[{bad[0]}] is {type(values[bad[0]]).__name__}, not str{' or None' if none else ''}")
+    return list(values)
+
+
 def check_texts(texts: Sequence[str]) -> list[str]:
-    """Return `texts` as a list, raising ValueError unless it is a sequence (not a single string) of str."""
-    if isinstance(texts, (str, bytes)):
-        raise ValueError("texts must be a sequence of strings, not a single string; wrap it in a list")
-    if not isinstance(texts, Sequence):
-        raise ValueError(f"texts must be a sequence of strings, got {type(texts).__name__}")
-    out = list(texts)
-    for i, text in enumerate(out):
-        if not isinstance(text, str):
-            raise ValueError(f"texts[{i}] is {type(text).__name__}, not str")
-    return out
+    """`texts` as a list of str (an embedder's input)."""
+    return check_strings(texts, "texts")
 
 
 def check_embeddings(emb: torch.Tensor, n: int, name: str = "embedder") -> torch.Tensor:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-from setpo._validate import check_int, check_real
+from setpo._validate import check_choice, check_int, check_real
 
 Base = Literal["grpo", "gspo", "dapo"]
 BASES: tuple[str, ...] = ("grpo", "gspo", "dapo")
@@ -69,10 +69,8 @@ class PaperRun:
     notes: str = ""
 
     def __post_init__(self) -> None:
-        if self.dataset not in DATASETS:
-            raise ValueError(f"{self.name}: unknown dataset {self.dataset!r}; known: {sorted(DATASETS)}")
-        if self.base is not None and self.base not in BASES:
-            raise ValueError(f"{self.name}: base must be one of {BASES} or None, got {self.base!r}")
+        check_choice(self.dataset, f"{self.name}: dataset", sorted(DATASETS))
+        check_choice(self.base, f"{self.name}: base", (*BASES, None))
         for key in ("lam", "lr", "kl", "temperature", "clip_low", "clip_high", "val_temperature", "val_top_p"):
             check_real(getattr(self, key), f"{self.name}: {key}", minimum=0, none=True)
         for key in ("epochs", "group_size", "prompts_per_step", "mini_batch", "max_prompt", "max_response"):
@@ -157,7 +155,4 @@ PAPER_LAMBDA: dict[str, float] = {family: _family_lambda(t) for family, t in _FA
 
 def get_run(name: str) -> PaperRun:
     """The run called ``name`` (ValueError listing the known names otherwise)."""
-    try:
-        return PAPER_RUNS[name]
-    except KeyError:
-        raise ValueError(f"unknown paper run {name!r}; available: {sorted(PAPER_RUNS)}") from None
+    return PAPER_RUNS[check_choice(name, "paper run", sorted(PAPER_RUNS))]

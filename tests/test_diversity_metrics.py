@@ -88,7 +88,7 @@ def test_item_distribution_normalises_and_handles_invalid():
     "call, match",
     [
         (lambda: js_to_uniform(["rock"], ["a", "b"]), "none of the 1 answers"),
-        (lambda: js_to_uniform([], ["a", "b"]), "no answers"),
+        (lambda: js_to_uniform([], ["a", "b"]), "answers must hold at least 1 item"),
         (lambda: js_to_uniform(["a"], ["a", "A"]), "distinct"),
         (lambda: js_to_uniform(["a"], ["a", "b"], invalid="keep"), "invalid policy"),
         (lambda: js_to_uniform(["a"], ["a", "b"], base=1.0), "log base"),
@@ -108,9 +108,9 @@ def test_js_bad_input(call, match):
 
 def test_validity_rate_by_hand():
     assert validity_rate(["Fig", "fig!", "kiwi", None, "", "pear"], ["fig", "pear"]) == pytest.approx(3 / 6)
-    with pytest.raises(ValueError, match="no answers"):
+    with pytest.raises(ValueError, match="answers must hold at least 1 item"):
         validity_rate([], ["a"])
-    with pytest.raises(ValueError, match="valid set is empty"):
+    with pytest.raises(ValueError, match=r"valid set \(normalised, empty answers dropped\) must hold at least 1 item"):
         validity_rate(["a"], [""])
 
 
@@ -122,7 +122,7 @@ def test_unique_at_n_by_hand():
     assert unique_at_n(answers, n=5, valid=["oslo"]) == 1
     with pytest.raises(ValueError, match="at least 10 answers"):
         unique_at_n(answers, n=10)
-    with pytest.raises(ValueError, match="positive integer"):
+    with pytest.raises(ValueError, match="N must be an integer >= 1, got 0"):
         unique_at_n(answers, n=0)
 
 

@@ -133,7 +133,7 @@ def test_hashed_bad_arguments(kwargs):
 
 
 @pytest.mark.parametrize(
-    "texts, match", [("one string", "single string"), (["ok", 3], r"texts\[1\]"), (None, "sequence")]
+    "texts, match", [("one string", "bare string"), (["ok", 3], r"texts\[1\]"), (None, "sequence")]
 )
 def test_bad_texts_raise(texts, match):
     with pytest.raises(ValueError, match=match):
@@ -350,7 +350,7 @@ def test_mean_pool_matches_reference():
     "hidden, mask, match",
     [
         (torch.zeros(2, 3), torch.ones(2, 3), "hidden"),
-        (torch.zeros(2, 3, 4), torch.ones(2, 4), "mask shape"),
+        (torch.zeros(2, 3, 4), torch.ones(2, 4), r"mask must have shape \(B, T\) of hidden = \(2, 3\), got \(2, 4\)"),
         (torch.zeros(2, 3, 4), torch.full((2, 3), 2), "0/1"),
         (torch.zeros(2, 3, 4, dtype=torch.long), torch.ones(2, 3), "floating"),
         (torch.full((1, 2, 4), float("inf")), torch.ones(1, 2), "NaN/inf"),
@@ -499,7 +499,7 @@ def test_embed_texts_embeds_each_distinct_text_once():
     out = embed_texts(counting, texts, batch_size=2)
     assert sorted(seen) == ["a+b", "b+a", "c"]  # a collapsed group costs one call per distinct text
     torch.testing.assert_close(out, torch.stack([hashed([t])[0] for t in texts]).float(), rtol=0, atol=0)
-    with pytest.raises(ValueError, match="single string"):
+    with pytest.raises(ValueError, match="bare string"):
         embed_texts(counting, "abc")
     with pytest.raises(ValueError, match="NaN"):
         embed_texts(lambda t: torch.full((len(t), 2), float("nan")), ["x"])

@@ -78,7 +78,7 @@ def test_gapo_rewards_rejects_malformed_answers_and_options():
 def test_register_shaping_rejects_bad_entries():
     with pytest.raises(ValueError, match="name"):
         setpo.register_shaping("", torch.exp, torch.exp, torch.exp)
-    with pytest.raises(ValueError, match="callables"):
+    with pytest.raises(ValueError, match="shaping 'not-callable': g must be callable, got float"):
         setpo.register_shaping("not-callable", 1.0, torch.exp, torch.exp)
 
 

@@ -91,9 +91,9 @@ def test_unboxed_text_falls_back_to_its_last_expression_unless_a_box_is_required
 
 
 def test_verifier_rejects_bad_input():
-    with pytest.raises(ValueError, match="at least one reference answer"):
+    with pytest.raises(ValueError, match=r"golds \(reference answers\) must hold at least 1 item"):
         verifier(r"\boxed{1}", [])
-    with pytest.raises(ValueError, match="completion must be a string"):
+    with pytest.raises(ValueError, match="completion must be a string, got"):
         verifier(1, "1")
     with pytest.raises(ValueError, match="empty reference answer"):
         verifier(r"\boxed{1}", " $$ ")
@@ -122,7 +122,7 @@ def test_verify_many_with_worker_processes_matches_the_main_process():
     expected = [bool(i % 3) for i in range(40)]
     assert verify_many(completions, golds, progress=False) == expected
     assert verify_many(completions, golds, workers=2, chunk_size=8, progress=False) == expected
-    with pytest.raises(ValueError, match="2 completions but 1 reference"):
+    with pytest.raises(ValueError, match="lengths differ: 2 completions, 1 golds"):
         verify_many(["a", "b"], ["1"])
 
 
@@ -154,7 +154,7 @@ def test_ks_are_powers_of_two_up_to_256():
     assert ks_for(64) == [1, 2, 4, 8, 16, 32, 64]
     assert ks_for(6) == [1, 2, 4]
     assert ks_for(1000)[-1] == 256
-    with pytest.raises(ValueError, match="positive integer"):
+    with pytest.raises(ValueError, match=r"n \(samples per problem\) must be an integer >= 1, got 0"):
         ks_for(0)
 
 
@@ -172,9 +172,9 @@ def test_summarize_matches_brute_force_enumeration(rng):
 def test_summarize_rejects_bad_input():
     with pytest.raises(ValueError, match="same number of samples"):
         summarize([[True], [True, False]])
-    with pytest.raises(ValueError, match="no problems"):
+    with pytest.raises(ValueError, match=r"correct \(.*\) must hold at least 1 item"):
         summarize([])
-    with pytest.raises(ValueError, match="outside 1..n=2"):
+    with pytest.raises(ValueError, match="k must satisfy 1 <= k <= n .*got k=4, n=2"):
         summarize([[True, False]], ks=[4])
 
 
@@ -331,7 +331,7 @@ def test_pass1_table_puts_measured_beside_reported():
     assert "| mine | measured | 10.0 | 10.0 | 10.0 | 10.0 | 10.0 | 10.0 | 10.0 |" in md and "| mine | paper" not in md
     with pytest.raises(ValueError, match="scale"):
         pass1_table(measured, " ")
-    with pytest.raises(ValueError, match="no reported numbers"):
+    with pytest.raises(ValueError, match="unknown reported model"):
         pass1_table(measured, "x", reported_model="GPT")
     pk = pass_at_k_table({"m": {"aime24": {"n": 4, "pass@k": {"1": 0.25, "4": 0.5}}}}, "tiny")
     assert "| m | AIME24 | 4 | 25.0 | 50.0 |" in pk
@@ -419,7 +419,7 @@ def test_eval_cli_redoes_nothing_only_for_the_same_checkpoint_files_and_rows(tmp
     [
         (["--limit", "-1"], "--limit must be a positive number"),
         (["--limit", "0"], "--limit must be a positive number"),
-        (["--n", "0"], "n must be a positive integer"),
+        (["--n", "0"], "n must be an integer >= 1, got 0"),
         (["--n-per-benchmark", "aime24=0"], "--n-per-benchmark takes BENCH=N"),
         (["--n-per-benchmark", "aime=4"], "--n-per-benchmark takes BENCH=N"),
     ],

@@ -178,8 +178,8 @@ def test_a_table_with_two_lambdas_is_refused(monkeypatch):
 @pytest.mark.parametrize(
     ("change", "match"),
     [
-        (dict(base="ppo"), "base must be one of"),
-        (dict(dataset="mnist"), "unknown dataset 'mnist'"),
+        (dict(base="ppo"), "unknown .*: base 'ppo'"),
+        (dict(dataset="mnist"), "unknown .*: dataset 'mnist'"),
         (dict(lr=-1e-6), "lr must be"),
         (dict(kl=float("nan")), "kl must be"),
         (dict(epochs=0), "epochs must be"),

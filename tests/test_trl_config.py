@@ -40,8 +40,8 @@ def test_defaults_are_the_paper_kernel(tmp_path):
         ({"setpo_lambda": "0.1"}, "setpo_lambda must be"),
         ({"setpo_lambda": True}, "setpo_lambda must be"),
         ({"setpo_shaping": "neglog"}, "unknown setpo_shaping 'neglog'"),
-        ({"setpo_embedder": ""}, "setpo_embedder must be a non-empty spec"),
-        ({"setpo_embedder": None}, "setpo_embedder must be a non-empty spec"),
+        ({"setpo_embedder": ""}, "setpo_embedder: embedder spec must be a non-empty string"),
+        ({"setpo_embedder": None}, "setpo_embedder: embedder spec must be a non-empty string"),
         ({"setpo_embed_field": "prompt"}, "unknown setpo_embed_field 'prompt'"),
         ({"setpo_embedder": "policy", "setpo_embed_field": "prompt+completion"}, "needs a text embedder"),
         ({"setpo_embed_batch_size": 0}, "setpo_embed_batch_size must be an integer >= 1"),
@@ -189,7 +189,7 @@ def test_steps_per_generation_override_replaces_the_generation_batch(tmp_path):
 def test_unknown_preset_and_unknown_field_are_named(tmp_path):
     with pytest.raises(ValueError, match="unknown preset 'table9'.*table4_grpo_1.5b"):
         SetPOConfig.from_preset("table9", output_dir=str(tmp_path))
-    with pytest.raises(ValueError, match=r"unknown SetPOConfig field\(s\): \['setpo_lamda'\]"):
+    with pytest.raises(ValueError, match=r"unknown SetPOConfig field\(s\) \['setpo_lamda'\]"):
         SetPOConfig.from_preset("table4_grpo_1.5b", output_dir=str(tmp_path), setpo_lamda=0.1)
     with pytest.raises(ValueError, match="unknown preset"):
         get_preset("nope")
@@ -232,7 +232,7 @@ def test_the_cli_prints_the_preset_yaml():
 def test_from_yaml_rejects_non_mapping_and_unknown_keys(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("- 1\n- 2\n")
-    with pytest.raises(ValueError, match="must hold a mapping"):
+    with pytest.raises(ValueError, match=r"\(SetPOConfig fields\) must be a mapping"):
         SetPOConfig.from_yaml(bad, output_dir=str(tmp_path))
     bad.write_text("setpo_lambda: 0.1\nnot_a_field: 3\n")
     with pytest.raises(ValueError, match="not_a_field"):
@@ -309,7 +309,7 @@ def test_controls_act_on_any_method_but_not_on_a_loss_term(tmp_path):
 def test_yaml_with_a_duplicate_key_is_refused(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("setpo_lambda: 0.1\nlearning_rate: 1e-5\nsetpo_lambda: 0.2\n")
-    with pytest.raises(ValueError, match=r"duplicate key 'setpo_lambda'.*line 3"):
+    with pytest.raises(ValueError, match=r"key 'setpo_lambda' is given twice \(line 3\)"):
         SetPOConfig.from_yaml(path, output_dir=str(tmp_path))
 
 

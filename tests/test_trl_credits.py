@@ -97,7 +97,7 @@ def test_texts_for_embedding_fields():
     assert texts_for_embedding(prompts, completions, "prompt+completion") == ["1+1=2", "hiyo"]
     with pytest.raises(ValueError, match="unknown embed field"):
         texts_for_embedding(prompts, completions, "prompt")
-    with pytest.raises(ValueError, match="2 prompts but 1 completions"):
+    with pytest.raises(ValueError, match="lengths differ: 2 prompts, 1 completions"):
         texts_for_embedding(prompts, completions[:1], "completion")
 
 

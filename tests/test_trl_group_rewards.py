@@ -95,11 +95,11 @@ def test_group_reward_sees_group_size_and_extra_kwargs():
 
 
 def test_bad_group_rewards_raise():
-    with pytest.raises(ValueError, match="returned 2 rewards for 4 completions"):
+    with pytest.raises(ValueError, match=r"lengths differ: 2 rewards from group reward .*, 4 completions"):
         GroupRewardFunction(lambda p, c, g, **k: [0.0, 1.0], name="short").score(["p"] * 4, ["a"] * 4, 2)
     with pytest.raises(ValueError, match="5 rows cannot be split into groups of 2"):
         GroupRewardFunction(lambda p, c, g, **k: [0.0] * 5).score(["p"] * 5, ["a"] * 5, 2)
-    with pytest.raises(ValueError, match="3 prompts but 4 completions"):
+    with pytest.raises(ValueError, match="lengths differ: 3 prompts, 4 completions"):
         GroupRewardFunction(lambda p, c, g, **k: [0.0] * 4).score(["p"] * 3, ["a"] * 4, 2)
     with pytest.raises(ValueError, match="needs the dataset column 'valid_answers'"):
         gapo_group_reward(first_word).score(["p"] * 3, ["red"] * 3, 3)

@@ -196,9 +196,12 @@ def test_normalisation_matches_trl_when_the_reward_is_unchanged(tmp_path, model_
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        (dict(diversity_method="nope"), "diversity_method: unknown method 'nope'"),
-        (dict(diversity_method="passk", diversity_method_kwargs={"kk": 2}), "has no parameter"),
-        (dict(diversity_method="passk", diversity_method_kwargs={"k": 9}), "k=9 must be an integer in"),
+        (dict(diversity_method="nope"), "unknown diversity_method 'nope'"),
+        (dict(diversity_method="passk", diversity_method_kwargs={"kk": 2}), r"unknown method 'passk' parameter\(s\)"),
+        (
+            dict(diversity_method="passk", diversity_method_kwargs={"k": 9}),
+            r"diversity_method_kwargs k \(at most num_generations\) must be an integer in \[1, [0-9]+\], got 9",
+        ),
         (dict(diversity_method="darling", diversity_method_kwargs={"partition": "x"}), "unknown partition"),
         (
             dict(diversity_method="setpo", setpo_lambda=0.1, diversity_method_kwargs={"lam": 1.0}),

@@ -133,7 +133,9 @@ def test_extra_forward_where_no_allowed_pass_runs(tmp_path, model_dir, sources, 
 
 
 def test_unknown_hidden_source_is_refused(tmp_path, model_dir):
-    with pytest.raises(ValueError, match="setpo_policy_hidden_sources may hold only 'old' and 'ref'"):
+    with pytest.raises(
+        ValueError, match=r"unknown setpo_policy_hidden_sources entry\(s\) \['new'\]; known: \['old', 'ref'\]"
+    ):
         train(model_dir, tmp_path, sources=("new",))
 
 

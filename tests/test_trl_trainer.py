@@ -265,7 +265,7 @@ def test_construction_refuses_bad_setups(tmp_path, model_dir):
     args.num_generations = 2  # changed after the config was validated
     with pytest.raises(ValueError, match=r"num_generations=2: diversity_method='setpo' acts on groups of at least 3"):
         SetPOTrainer(args=args, **common)
-    with pytest.raises(ValueError, match="embedder must follow the Embedder protocol"):
+    with pytest.raises(ValueError, match=r"embedder must be None or callable \(the Embedder protocol"):
         SetPOTrainer(args=SetPOConfig(output_dir=str(tmp_path), **RUN), embedder=3, **common)
 
 

@@ -289,7 +289,7 @@ def test_the_cli_prints_a_script_and_lists_every_run():
 @pytest.mark.parametrize(
     ("args", "match"),
     [
-        (("table9", "--print"), "unknown paper run 'table9'; available: .*'table4_grpo_1.5b'"),
+        (("table9", "--print"), "unknown paper run 'table9'; use one of .*'table4_grpo_1.5b'"),
         (("gapo_qwen2.5_7b_lora", "--print"), "'gapo_qwen2.5_7b_lora' has no verl launch setting"),
         (("table4_grpo_1.5b",), "choose one of --print, --run, --trl-yaml or --check"),
         (("--print",), "NAME is required"),

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import numbers
 from typing import Literal
 
 import torch
 
-from setpo._validate import as_float_tensor, check_choice, check_finite, check_int, check_lambda
+from setpo._validate import as_float_tensor, check_choice, check_finite, check_int, check_lambda, check_real
 from setpo.core._checks import compute_dtype
 
 __all__ = ["check_lambda", "check_overflow", "group_advantages", "setpo_advantages"]
@@ -34,8 +33,7 @@ def group_advantages(rewards, group_size: int, scale: RewardScale = "group", eps
     if r.shape[-1] % group_size != 0:
         raise ValueError(f"number of rewards {r.shape[-1]} is not divisible by group_size {group_size}")
     check_choice(scale, "scale", ("group", "batch", "none"))
-    if not (eps >= 0 and math.isfinite(eps)):
-        raise ValueError(f"eps must be finite and >= 0, got {eps}")
+    check_real(eps, "eps", minimum=0, kind=numbers.Real)
     check_finite(r, "rewards")
     r = r.to(compute_dtype(r.dtype))
     group_size = int(group_size)

@@ -11,7 +11,7 @@ from typing import Callable, Union
 
 import torch
 
-from setpo._validate import check_str
+from setpo._validate import check_callable, check_choice, check_str
 
 Fn = Callable[[torch.Tensor], torch.Tensor]
 
@@ -38,8 +38,8 @@ _REGISTRY: dict[str, Shaping] = {}
 def register_shaping(name: str, g: Fn, dg: Fn, d2g: Fn) -> Shaping:
     """Register a shaping function under `name` (refuses to overwrite an existing name)."""
     check_str(name, "shaping name", blank=True)
-    if not all(callable(f) for f in (g, dg, d2g)):
-        raise ValueError("g, dg and d2g must be callables")
+    for fn, what in ((g, "g"), (dg, "dg"), (d2g, "d2g")):
+        check_callable(fn, f"shaping {name!r}: {what}")
     if name in _REGISTRY:
         raise ValueError(f"shaping function {name!r} is already registered")
     _REGISTRY[name] = Shaping(name, g, dg, d2g)
@@ -103,10 +103,7 @@ def get_shaping(shaping: ShapingSpec = "neglog1p") -> Shaping:
     if isinstance(shaping, Shaping):
         return shaping
     if isinstance(shaping, str):
-        try:
-            return _REGISTRY[shaping]
-        except KeyError:
-            raise ValueError(f"unknown shaping function {shaping!r}; available: {available_shapings()}") from None
+        return _REGISTRY[check_choice(shaping, "shaping function", available_shapings())]
     if callable(shaping):
         check_elementwise(shaping, f"shaping {getattr(shaping, '__name__', 'callable')!r}")
         dg = _autograd_derivative(shaping)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from setpo._validate import check_int, check_mapping
 from setpo.data.load import DatasetUnavailableError, load_split
 from setpo.data.records import EXTRA_INFO_FIELDS, META_FIELDS, build_record
 from setpo.data.sources import SPECS, get_spec
@@ -128,8 +129,7 @@ def prepare_split(
 ) -> dict:
     """Prepare one split; returns its manifest entry (path, source, rows, request)."""
     spec = get_spec(dataset)
-    if limit is not None and limit < 1:
-        raise ValueError(f"limit must be a positive integer, got {limit}")
+    check_int(limit, "limit", minimum=1, none=True)
     out = Path(out)
     path = out / dataset / f"{split}.parquet"
     manifest = _read_manifest(out, overwrite)
@@ -170,9 +170,7 @@ def _read_manifest(out: Path, overwrite: bool = False) -> dict:
     if not f.exists():
         return {}
     try:
-        manifest = json.loads(f.read_text())
-        if not isinstance(manifest, dict):
-            raise ValueError("not a JSON object")
+        manifest = check_mapping(json.loads(f.read_text()), "the manifest")
     except ValueError as e:
         if overwrite:
             return {}

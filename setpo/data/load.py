@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from setpo._validate import check_choice
 from setpo.data.sources import DatasetSpec, HubSource
 from setpo.files import read_jsonl, read_table
 
@@ -71,8 +72,7 @@ def load_split(
     spec: DatasetSpec, split: str, local_dir: str | Path | None = None, use_hub: bool = True
 ) -> tuple[list[dict], str]:
     """Rows of one split and where they came from: the local copy when present, else the Hub."""
-    if split not in spec.hub:
-        raise ValueError(f"dataset {spec.key!r} has no split {split!r}; available: {', '.join(spec.splits)}")
+    check_choice(split, f"split of dataset {spec.key!r}", list(spec.hub))
     tried = []
     if local_dir is not None:
         found = load_local(local_dir, spec, split)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from setpo._validate import check_choice
+
 
 @dataclass(frozen=True)
 class HubSource:
@@ -120,10 +122,7 @@ EVAL_BENCHMARKS = ("gsm8k", "math500", "college_math", "amc23", "aime24", "aime2
 
 def get_spec(key: str) -> DatasetSpec:
     """The spec of dataset `key`, with a clear error listing the known names."""
-    try:
-        return SPECS[key]
-    except KeyError:
-        raise ValueError(f"unknown dataset {key!r}; known: {', '.join(SPECS)}") from None
+    return SPECS[check_choice(key, "dataset", list(SPECS))]
 
 
 def source_table() -> str:

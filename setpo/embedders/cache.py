@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from setpo._validate import check_callable, check_embeddings, check_int, check_texts
+from setpo._validate import check_callable, check_embeddings, check_int, check_len, check_texts
 
 
 class EmbeddingCache:
@@ -49,8 +49,7 @@ class EmbeddingCache:
 
     def embed(self, texts: list[str], encode: Callable[[list[str]], torch.Tensor]) -> torch.Tensor:
         """Embed `texts`, calling `encode` once on the distinct texts not cached yet; returns (N, d) CPU float32."""
-        if not texts:
-            raise ValueError("EmbeddingCache.embed needs at least one text")
+        check_len(texts, "texts")
         found: dict[str, torch.Tensor] = {}
         missing: list[str] = []
         for text in dict.fromkeys(texts):  # distinct, first-seen order

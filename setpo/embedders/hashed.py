@@ -8,14 +8,11 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from setpo._validate import check_embeddings, check_int, check_texts
+from setpo._validate import check_embeddings, check_int, check_ints, check_texts
 
 
 def _check_orders(orders, name: str) -> tuple[int, ...]:
-    orders = tuple(orders)
-    if any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in orders):
-        raise ValueError(f"{name} must hold positive ints, got {orders!r}")
-    return tuple(sorted(set(orders)))
+    return tuple(sorted(set(check_ints(orders, name, minimum=1, empty=True))))
 
 
 def text_features(text: str, char_ngrams: Sequence[int], word_ngrams: Sequence[int], lowercase: bool) -> list[str]:

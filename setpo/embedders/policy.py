@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import torch
 
-from setpo._validate import check_callable, check_embeddings, check_texts
+from setpo._validate import check_callable, check_embeddings, check_int, check_shape, check_texts
 
 #: The embedder spec that makes the trainers pool the policy's own hidden states (no separate model to build).
 POLICY_EMBEDDER = "policy"
@@ -22,9 +22,7 @@ def _check_pool_inputs(hidden: torch.Tensor, mask: torch.Tensor) -> tuple[torch.
     if not isinstance(hidden, torch.Tensor) or not torch.is_floating_point(hidden) or hidden.dim() != 3:
         shape = tuple(hidden.shape) if isinstance(hidden, torch.Tensor) else type(hidden).__name__
         raise ValueError(f"hidden must be a floating (B, T, H) tensor, got {shape}")
-    mask = torch.as_tensor(mask, device=hidden.device)
-    if mask.shape != hidden.shape[:2]:
-        raise ValueError(f"mask shape {tuple(mask.shape)} does not match hidden's (B, T) = {tuple(hidden.shape[:2])}")
+    mask = check_shape(torch.as_tensor(mask, device=hidden.device), "mask", tuple(hidden.shape[:2]), "(B, T) of hidden")
     if mask.dtype != torch.bool:
         if not bool(((mask == 0) | (mask == 1)).all()):
             raise ValueError("mask must hold only 0/1 (or bool) values")
@@ -73,13 +71,11 @@ class PolicyHiddenStateEmbedder:
             pad = getattr(tokenizer, "eos_token_id", None)
         if pad is None:
             raise ValueError("tokenizer has neither pad_token_id nor eos_token_id to pad with")
-        n_layers = getattr(getattr(model, "config", None), "num_hidden_layers", None)
-        if not isinstance(layer, int) or (n_layers is not None and not -(n_layers + 1) <= layer <= n_layers):
-            raise ValueError(f"layer={layer!r} is out of range for a model with {n_layers} layers (+ embeddings)")
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        if max_length is not None and (not isinstance(max_length, int) or max_length < 1):
-            raise ValueError(f"max_length must be a positive int or None, got {max_length!r}")
+        n = getattr(getattr(model, "config", None), "num_hidden_layers", None)
+        bounds = {} if n is None else {"minimum": -(n + 1), "maximum": n}
+        check_int(layer, f"layer (of a model with {n} layers + embeddings)", **bounds)
+        check_int(batch_size, "batch_size", minimum=1)
+        check_int(max_length, "max_length", minimum=1, none=True)
         self.model = model
         self.tokenizer = tokenizer
         self.layer = layer

@@ -74,8 +74,6 @@ def build_embedder(spec: str | Embedder, **kwargs) -> Embedder:
     with the registered names listed (see :func:`check_embedder_spec`)."""
     if isinstance(spec, str):
         key = spec.strip().lower()
-        if not key:
-            raise ValueError("embedder spec is an empty string")
         if key in _EMBEDDERS:
             return _EMBEDDERS[key](**kwargs)
         return SentenceTransformerEmbedder(check_embedder_spec(spec), **kwargs)

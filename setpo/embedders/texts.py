@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import torch
 
-from setpo._validate import check_embeddings, check_int, check_texts
+from setpo._validate import check_embeddings, check_int, check_len, check_texts
 from setpo.embedders.base import Embedder
 
 
@@ -16,10 +16,8 @@ def embed_texts(embedder: Embedder, texts: Sequence[str], batch_size: int = 64) 
     Groups that collapsed onto one answer repeat it G times (the case the credit exists for), so the embedder sees
     only the distinct texts and equal texts get bit-identical rows.
     """
-    texts = check_texts(texts)
+    texts = check_len(check_texts(texts), "texts")
     check_int(batch_size, "batch_size", minimum=1)
-    if not texts:
-        raise ValueError("no texts to embed")
     index: dict[str, int] = {}
     rows = [index.setdefault(t, len(index)) for t in texts]
     distinct = list(index)

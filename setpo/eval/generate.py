@@ -16,7 +16,7 @@ from typing import Any, Callable, Literal, Sequence
 
 import torch
 
-from setpo._validate import check_choice
+from setpo._validate import check_choice, check_int, check_real
 
 Messages = list[dict[str, str]]
 Generator = Callable[[Sequence[Messages]], list[list[str]]]
@@ -56,14 +56,11 @@ class SamplingConfig:
     use_chat_template: bool = True
 
     def __post_init__(self):
-        if not isinstance(self.n, int) or self.n < 1:
-            raise ValueError(f"n must be a positive integer, got {self.n!r}")
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.max_new_tokens < 1 or self.batch_size < 1:
-            raise ValueError("max_new_tokens and batch_size must be positive")
+        check_int(self.n, "n", minimum=1)
+        check_real(self.temperature, "temperature", minimum=0)
+        check_real(self.top_p, "top_p", minimum=0, maximum=1, strict=True)
+        check_int(self.max_new_tokens, "max_new_tokens", minimum=1)
+        check_int(self.batch_size, "batch_size", minimum=1)
 
 
 def render_prompt(tokenizer, messages: Messages | str, use_chat_template: bool = True) -> str:

@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 from setpo.eval.generate import Generator
 from setpo.eval.metrics import summarize
 from setpo.tasks.countdown import countdown_checker, countdown_diversity, extract_answer
+from setpo.tasks.math.reward import golds_of
 from setpo.tasks.math.verify import MathVerifier, extracted_answer, verify_many
 
 Checker = Callable[[Sequence[str], Sequence[object]], list[bool]]
@@ -25,13 +26,7 @@ Checker = Callable[[Sequence[str], Sequence[object]], list[bool]]
 
 def reference_answers(row: dict) -> list[str]:
     """All acceptable answers of a prepared row (extra_info.answers, else reward_model.ground_truth)."""
-    answers = (row.get("extra_info") or {}).get("answers")
-    if answers:
-        return [str(a) for a in answers]
-    gt = (row.get("reward_model") or {}).get("ground_truth")
-    if gt is None:
-        raise ValueError(f"row has no reference answer: {str(row)[:160]}")
-    return [str(gt)]
+    return golds_of(row.get("reward_model"), row.get("extra_info"))
 
 
 def rows_digest(rows: Sequence[dict]) -> str:

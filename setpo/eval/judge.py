@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from setpo._validate import check_str
+from setpo._validate import check_int, check_str, check_strings
 
 N_SOLUTIONS = 16
 DEFAULT_MODEL = "gemini-2.5-flash"
@@ -50,8 +50,7 @@ def rubric_score(dominant_count: int, n_solutions: int = N_SOLUTIONS) -> int:
     """The Fig. 4 score for `dominant_count` of 16 solutions on the dominant strategy (13+ -> 1 ... <= 3 -> 5)."""
     if n_solutions != N_SOLUTIONS:
         raise ValueError(f"the rubric is defined for {N_SOLUTIONS} solutions, got {n_solutions}")
-    if not isinstance(dominant_count, int) or not 1 <= dominant_count <= n_solutions:
-        raise ValueError(f"dominant_count must be an integer in 1..{n_solutions}, got {dominant_count!r}")
+    check_int(dominant_count, "dominant_count", minimum=1, maximum=n_solutions)
     for threshold, score in ((13, 1), (10, 2), (7, 3), (4, 4)):
         if dominant_count >= threshold:
             return score
@@ -61,14 +60,10 @@ def rubric_score(dominant_count: int, n_solutions: int = N_SOLUTIONS) -> int:
 def build_judge_prompt(problem: str, solutions: Sequence[str], max_chars: int | None = None) -> str:
     """The judge prompt for one problem and exactly 16 solutions (each optionally cut to its last `max_chars`)."""
     check_str(problem, "problem")
-    if len(solutions) != N_SOLUTIONS:
-        raise ValueError(f"the judge rates exactly {N_SOLUTIONS} solutions per problem, got {len(solutions)}")
-    if max_chars is not None and max_chars < 1:
-        raise ValueError(f"max_chars must be positive, got {max_chars}")
+    check_strings(solutions, "solutions", n=N_SOLUTIONS)  # the rubric is for 16
+    check_int(max_chars, "max_chars", minimum=1, none=True)
     parts = []
     for i, s in enumerate(solutions, 1):
-        if not isinstance(s, str):
-            raise ValueError(f"solution {i} is not a string")
         text = s if max_chars is None or len(s) <= max_chars else "[...] " + s[-max_chars:]
         parts.append(f"# Solution {i}\n{text.strip()}")
     return _RUBRIC.format(n=N_SOLUTIONS, problem=problem.strip(), solutions="\n\n".join(parts))
@@ -85,9 +80,7 @@ class JudgeResult:
 
 def parse_judge_reply(text: str) -> JudgeResult:
     """Parse "[[score]] reason"; ValueError when no [[n]] is present or the score is outside 1-5."""
-    if not isinstance(text, str):
-        raise ValueError(f"judge reply must be a string, got {type(text).__name__}")
-    m = _SCORE_RE.search(text)
+    m = _SCORE_RE.search(check_str(text, "judge reply", blank=True))
     if m is None:
         raise ValueError(f"judge reply has no [[score]]: {text[:200]!r}")
     score = int(m.group(1))
@@ -108,8 +101,7 @@ class GeminiJudge:
         max_attempts: int = 3,
         max_chars: int | None = None,
     ):
-        if max_attempts < 1:
-            raise ValueError("max_attempts must be >= 1")
+        check_int(max_attempts, "max_attempts", minimum=1)
         self.model, self.api_key_env, self.temperature = model, api_key_env, temperature
         self.max_attempts, self.max_chars = max_attempts, max_chars
         self._client = client

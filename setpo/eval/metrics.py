@@ -7,6 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
+from setpo._validate import check_int, check_len
 from setpo.metrics.pass_at_k import pass_at_k
 
 MAX_K = 256  # the paper's largest k (AIME24, Fig. 8)
@@ -14,8 +15,7 @@ MAX_K = 256  # the paper's largest k (AIME24, Fig. 8)
 
 def ks_for(n: int, max_k: int = MAX_K) -> list[int]:
     """k in {1, 2, 4, ...} up to min(n, max_k), the powers of two the paper reports."""
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n (samples per problem) must be a positive integer, got {n!r}")
+    check_int(n, "n (samples per problem)", minimum=1)
     ks, k = [], 1
     while k <= min(n, max_k):
         ks.append(k)
@@ -24,8 +24,7 @@ def ks_for(n: int, max_k: int = MAX_K) -> list[int]:
 
 
 def _counts(correct: Sequence[Sequence[bool]]) -> tuple[int, np.ndarray]:
-    if len(correct) == 0:
-        raise ValueError("no problems to score")
+    check_len(correct, "correct (the samples' correctness, one list per problem)")
     ns = {len(c) for c in correct}
     if len(ns) != 1:
         raise ValueError(f"every problem needs the same number of samples, got {sorted(ns)}")
@@ -38,10 +37,7 @@ def _counts(correct: Sequence[Sequence[bool]]) -> tuple[int, np.ndarray]:
 def summarize(correct: Sequence[Sequence[bool]], ks: Sequence[int] | None = None) -> dict:
     """{"problems", "n", "avg@n" (mean accuracy = Pass@1), "pass@k": {k: mean unbiased pass@k}} in [0, 1]."""
     n, c = _counts(correct)
-    ks = ks_for(n) if ks is None else list(ks)
-    for k in ks:
-        if not 1 <= k <= n:
-            raise ValueError(f"k={k} outside 1..n={n}")
+    ks = ks_for(n) if ks is None else list(ks)  # pass_at_k refuses a k outside 1..n
     return {
         "problems": int(len(c)),
         "n": int(n),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from setpo._validate import check_same_len
 from setpo.tasks.math.reward import golds_of
 from setpo.tasks.math.verify import MathVerifier
 
@@ -24,8 +25,7 @@ def math_accuracy_reward(
     if reward_model is None:
         raise ValueError("math_accuracy_reward needs the dataset column 'reward_model' (prepared by setpo.data)")
     infos = extra_info if extra_info is not None else [None] * len(completions)
-    if not (len(completions) == len(reward_model) == len(infos)):
-        raise ValueError("completions, reward_model and extra_info must have the same length")
+    check_same_len(completions=completions, reward_model=reward_model, extra_info=infos)
     from setpo.integrations.trl.group_rewards import completion_text  # imported here: setpo.integrations.trl loads trl
 
     return [

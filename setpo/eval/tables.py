@@ -5,7 +5,11 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
+from setpo._validate import check_choice, check_str
+
 PAPER_COLUMNS = ("gsm8k", "math500", "college_math", "amc23", "aime24", "aime25")
+#: How `scale` is named in errors: it must say what was measured, so measured and reported numbers stay apart.
+_SCALE = "scale (the measured run: model, data, steps, seeds)"
 COLUMN_TITLES = {
     "gsm8k": "GSM8K",
     "math500": "MATH500",
@@ -75,10 +79,8 @@ def pass1_table(
     only when all six paper columns are present. ``scale`` (model size, data, steps, seeds) heads the table so
     measured and reported numbers cannot be mistaken for one another.
     """
-    if not scale.strip():
-        raise ValueError("scale must describe the measured run (model, data, steps, seeds)")
-    if reported_model is not None and reported_model not in REPORTED:
-        raise ValueError(f"no reported numbers for {reported_model!r}; known: {', '.join(REPORTED)}")
+    check_str(scale, _SCALE)
+    check_choice(reported_model, "reported model", [*REPORTED, None])
     head = ["method", "source", *(COLUMN_TITLES.get(c, c) for c in columns), "Avg"]
     lines = [
         f"Measured: {scale}.",
@@ -104,8 +106,7 @@ def pass1_table(
 
 def pass_at_k_table(results: Mapping[str, Mapping[str, dict]], scale: str) -> str:
     """Markdown: pass@k (%) per method and benchmark, one row per (method, benchmark), k as columns."""
-    if not scale.strip():
-        raise ValueError("scale must describe the measured run (model, data, steps, seeds)")
+    check_str(scale, _SCALE)
     ks = sorted({int(k) for per in results.values() for r in per.values() for k in r["pass@k"]})
     lines = [f"Measured: {scale}.", "", "| method | benchmark | n | " + " | ".join(f"k={k}" for k in ks) + " |"]
     lines.append("|" + "---|" * (3 + len(ks)))

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from setpo._validate import as_float_tensor, check_finite, check_int
+from setpo._validate import as_float_tensor, check_finite, check_int, check_known, check_shape, check_strings
 from setpo._validate import check_real as _check_real
 
 #: The optional per-rollout inputs a method may declare it needs (the field names of `GroupBatch`).
@@ -31,15 +31,7 @@ def _text_rows(values: Any, name: str, n: int, allow_none: bool) -> tuple | None
     """`values` as a tuple of `n` strings (or None where allowed); None stays None."""
     if values is None:
         return None
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise ValueError(f"{name} must be a sequence of {n} strings (one per rollout, row-major), got {type(values)}")
-    if len(values) != n:
-        raise ValueError(f"{name} must hold one entry per rollout, B * G = {n}, got {len(values)}")
-    for i, v in enumerate(values):
-        if not (isinstance(v, str) or (allow_none and v is None)):
-            kind = "strings (or None for no answer)" if allow_none else "strings"
-            raise ValueError(f"{name} must hold {kind}; row {i} is {type(v).__name__}")
-    return tuple(values)
+    return tuple(check_strings(values, name, n=n, none=allow_none))
 
 
 _INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
@@ -79,18 +71,13 @@ def _valid_sets(vs: Any, B: int) -> tuple | None:
 def _correct(x: Any, bg: tuple[int, int]) -> torch.Tensor | None:
     if x is None:
         return None
-    c = _zero_one_mask(x, "correct", any_dtype=False)
-    if tuple(c.shape) != bg:
-        raise ValueError(f"correct must have shape (B, G) = {bg}, got {tuple(c.shape)}")
-    return c
+    return check_shape(_zero_one_mask(x, "correct", any_dtype=False), "correct", bg, "(B, G)")
 
 
 def _response_mask(x: Any, bg: tuple[int, int], tokens: tuple[tuple[str, Any], ...]) -> torch.Tensor | None:
     if x is None:
         return None
-    m = _zero_one_mask(x, "response_mask", any_dtype=True)
-    if m.dim() != 3 or tuple(m.shape[:2]) != bg:
-        raise ValueError(f"response_mask must have shape (B, G, T) = ({bg[0]}, {bg[1]}, T), got {tuple(m.shape)}")
+    m = check_shape(_zero_one_mask(x, "response_mask", any_dtype=True), "response_mask", (*bg, "T"), "(B, G, T)")
     for name, t in tokens:
         if t is not None and t.shape != m.shape:
             raise ValueError(f"response_mask shape {tuple(m.shape)} differs from {name} {tuple(t.shape)}")
@@ -109,11 +96,7 @@ def _row_mask(x: Any, bg: tuple[int, int]) -> torch.Tensor | None:
 def _token_tensor(x: Any, name: str, bg: tuple[int, int]) -> torch.Tensor | None:
     if x is None:
         return None
-    t = as_float_tensor(x, name)
-    if t.dim() != 3 or tuple(t.shape[:2]) != bg:
-        raise ValueError(f"{name} must have shape (B, G, T) = ({bg[0]}, {bg[1]}, T), got {tuple(t.shape)}")
-    check_finite(t, name)
-    return t
+    return check_finite(check_shape(as_float_tensor(x, name), name, (*bg, "T"), "(B, G, T)"), name)
 
 
 @dataclass(frozen=True, eq=False)
@@ -203,9 +186,7 @@ class GroupBatch:
         if r.dim() != 1 or r.shape[0] == 0 or r.shape[0] % group_size != 0:
             raise ValueError(f"rewards must be flat (N,), N a positive multiple of {group_size}, got {tuple(r.shape)}")
         B = r.shape[0] // group_size
-        unknown = set(fields) - set(INPUT_FIELDS)
-        if unknown:
-            raise ValueError(f"unknown GroupBatch field(s) {sorted(unknown)}; fields are {list(INPUT_FIELDS)}")
+        check_known(fields, INPUT_FIELDS, "GroupBatch field(s)")
         out = {}
         for name, value in fields.items():
             if value is not None and name in (
@@ -226,13 +207,8 @@ class GroupBatch:
 
 def check_group_tensor(x: Any, name: str, batch: GroupBatch) -> torch.Tensor:
     """`x` as a finite float tensor of shape (B, G) matching `batch`."""
-    t = as_float_tensor(x, name)
-    if tuple(t.shape) != (batch.num_groups, batch.group_size):
-        raise ValueError(
-            f"{name} must have shape (B, G) = {(batch.num_groups, batch.group_size)}, got {tuple(t.shape)}"
-        )
-    check_finite(t, name)
-    return t
+    t = check_shape(as_float_tensor(x, name), name, (batch.num_groups, batch.group_size), "(B, G)")
+    return check_finite(t, name)
 
 
 def check_real(value: Any, name: str, **bounds: Any) -> float:

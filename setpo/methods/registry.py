@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import torch
 
-from setpo._validate import check_choice, check_int, check_str
+from setpo._validate import check_choice, check_int, check_known, check_str
 from setpo.methods.batch import INPUT_FIELDS, GroupBatch, check_group_tensor
 
 Entry = Literal["reward", "advantage", "loss"]
@@ -52,11 +52,7 @@ class Method:
 
     def check_params(self, **params: Any) -> dict[str, Any]:
         """The method's parameters, defaults filled in; ValueError naming any unknown one (e.g. a typo in a config)."""
-        unknown = sorted(set(params) - set(self.defaults))
-        if unknown:
-            raise ValueError(
-                f"method {self.name!r} has no parameter(s) {unknown}; its parameters are {sorted(self.defaults)}"
-            )
+        check_known(params, self.defaults, f"method {self.name!r} parameter(s)")
         return {**self.defaults, **params}
 
     def required_inputs(self, **params: Any) -> frozenset[str]:
@@ -105,9 +101,7 @@ def register_method(
     check_str(name, "method name", blank=True)
     check_choice(entry, "entry", ENTRIES)
     needs = frozenset(needs)
-    bad = sorted(needs - set(INPUT_FIELDS))
-    if bad:
-        raise ValueError(f"unknown GroupBatch field(s) {bad}; fields are {list(INPUT_FIELDS)}")
+    check_known(needs, INPUT_FIELDS, "GroupBatch field(s)")
     check_choice(group_scale, "group_scale", (None, "group", "none"))
     check_int(min_group, "min_group", minimum=1)
 
@@ -152,6 +146,4 @@ def available_methods(entry: Entry | None = None) -> list[str]:
 
 def get_method(name: str) -> Method:
     """The method registered under `name`; ValueError listing the registered names otherwise."""
-    if not isinstance(name, str) or name not in _REGISTRY:
-        raise ValueError(f"unknown method {name!r}; registered methods: {available_methods()}")
-    return _REGISTRY[name]
+    return _REGISTRY[check_choice(name, "method", available_methods())]

@@ -13,6 +13,7 @@ Each fast path has a plain-loop reference in tests/references.py; the tests comp
 from __future__ import annotations
 
 import math
+import numbers
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
@@ -20,7 +21,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from setpo._validate import check_choice
+from setpo._validate import check_choice, check_embeddings, check_int, check_len, check_real, check_shape, check_strings
 from setpo.core._checks import as_float_tensor
 from setpo.core.kernels import cosine_kernel
 from setpo.embedders.base import Embedder
@@ -48,19 +49,17 @@ def _as_distribution(p, name: str) -> np.ndarray:
     return a
 
 
-def _check_base(base: float) -> float:
-    base = float(base)
-    if not (math.isfinite(base) and base > 1.0):
-        raise ValueError(f"log base must be a finite number > 1 (2 for bits, math.e for nats), got {base}")
-    return base
+def _as_distributions(p, q, base: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """p and q as probability vectors on one support, and the log base (> 1: 2 for bits, math.e for nats)."""
+    p, q = _as_distribution(p, "p"), _as_distribution(q, "q")
+    if p.shape != q.shape:
+        raise ValueError(f"p and q must have the same support, got sizes {p.size} and {q.size}")
+    return p, q, check_real(base, "log base", minimum=1, strict=True, kind=numbers.Real)
 
 
 def kl_divergence(p, q, base: float = 2.0) -> float:
     """KL(p || q) = sum_x p(x) log(p(x) / q(x)), 0 log 0 = 0; inf when p puts mass where q has none."""
-    p, q = _as_distribution(p, "p"), _as_distribution(q, "q")
-    if p.shape != q.shape:
-        raise ValueError(f"p and q must have the same support, got sizes {p.size} and {q.size}")
-    base = _check_base(base)
+    p, q, base = _as_distributions(p, q, base)
     m = p > 0
     if np.any(q[m] == 0):
         return math.inf
@@ -72,9 +71,7 @@ def js_divergence(p, q, base: float = 2.0) -> float:
 
     This is the divergence, not scipy's ``jensenshannon``, which returns its square root (the JS distance).
     """
-    p, q = _as_distribution(p, "p"), _as_distribution(q, "q")
-    if p.shape != q.shape:
-        raise ValueError(f"p and q must have the same support, got sizes {p.size} and {q.size}")
+    p, q, base = _as_distributions(p, q, base)
     m = 0.5 * (p + q)
     return max(0.0, 0.5 * kl_divergence(p, m, base) + 0.5 * kl_divergence(q, m, base))
 
@@ -96,8 +93,7 @@ def item_distribution(
     check_not_bare_string(answers, "answers")
     check_not_bare_string(items, "items")
     check_choice(invalid, "invalid policy", ("drop", "bucket"))
-    if len(answers) == 0:
-        raise ValueError("no answers given")
+    check_len(answers, "answers")
     keys = [normalize(v) for v in items]
     if len(set(keys)) != len(keys) or "" in keys:
         raise ValueError(f"items must be distinct and non-empty after normalisation, got {list(items)}")
@@ -143,11 +139,9 @@ def validity_rate(
     """Share of answers whose normalised form is in the normalised valid set (None / empty is invalid)."""
     check_not_bare_string(answers, "answers")
     check_not_bare_string(valid, "valid")
-    if len(answers) == 0:
-        raise ValueError("no answers given")
+    check_len(answers, "answers")
     V = {normalize(v) for v in valid} - {""}
-    if not V:
-        raise ValueError("valid set is empty")
+    check_len(V, "valid set (normalised, empty answers dropped)")
     return sum(normalize(a) in V for a in answers) / len(answers)
 
 
@@ -160,9 +154,7 @@ def unique_at_n(
     """Unique@N: number of distinct normalised non-empty answers among the first N (only valid ones if given)."""
     check_not_bare_string(answers, "answers")
     check_not_bare_string(valid, "valid")
-    n = len(answers) if n is None else n
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"N must be a positive integer, got {n!r}")
+    n = check_int(len(answers) if n is None else n, "N", minimum=1)
     if n > len(answers):
         raise ValueError(f"Unique@{n} needs at least {n} answers, got {len(answers)}")
     keys = {normalize(a) for a in answers[:n]} - {""}
@@ -177,12 +169,8 @@ def unique_at_n(
 
 def mean_pairwise_distance(embeddings: torch.Tensor) -> float:
     """Mean over pairs i < j of 1 - cos(e_i, e_j) (unclamped cosine, so in [0, 2]); zero rows: see cosine_kernel."""
-    e = as_float_tensor(embeddings, "embeddings")
-    if e.dim() != 2:
-        raise ValueError(f"embeddings must have shape (N, d), got {tuple(e.shape)}")
-    n = e.shape[0]
-    if n < 2:
-        raise ValueError(f"mean pairwise distance needs at least 2 samples, got {n}")
+    e = check_shape(as_float_tensor(embeddings, "embeddings"), "embeddings", ("N", "d"))
+    n = len(check_len(e, "mean pairwise distance's embeddings", 2))
     cos = cosine_kernel(e.to(torch.float64), clamp=False)
     iu = torch.triu_indices(n, n, offset=1)
     return float((1.0 - cos[iu[0], iu[1]]).mean())
@@ -190,13 +178,8 @@ def mean_pairwise_distance(embeddings: torch.Tensor) -> float:
 
 def mean_pairwise_embedding_distance(texts: Sequence[str], embedder: Embedder) -> float:
     """`mean_pairwise_distance` of the texts' embeddings (GAPO reports it for creative writing)."""
-    check_not_bare_string(texts, "texts")
-    if len(texts) < 2:
-        raise ValueError(f"mean pairwise distance needs at least 2 texts, got {len(texts)}")
-    emb = embedder(list(texts))
-    if tuple(emb.shape[:1]) != (len(texts),):
-        raise ValueError(f"embedder returned shape {tuple(emb.shape)} for {len(texts)} texts")
-    return mean_pairwise_distance(emb)
+    texts = check_len(check_strings(texts, "texts"), "texts", 2)
+    return mean_pairwise_distance(check_embeddings(torch.as_tensor(embedder(texts)), len(texts)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -223,11 +206,9 @@ def ngrams(tokens: Sequence[str], n: int) -> Counter:
 
 
 def _check_bleu_args(max_n: int, smoothing: str, epsilon: float) -> None:
-    if not isinstance(max_n, int) or max_n < 1:
-        raise ValueError(f"max_n must be a positive integer, got {max_n!r}")
+    check_int(max_n, "max_n", minimum=1)
     check_choice(smoothing, "smoothing", ("epsilon", "add_one", "none"))
-    if not epsilon > 0:
-        raise ValueError(f"epsilon must be > 0, got {epsilon}")
+    check_real(epsilon, "epsilon", minimum=0, strict=True, kind=numbers.Real)
 
 
 def _bleu_from_counts(
@@ -269,8 +250,7 @@ def sentence_bleu(
     Self-BLEU); "add_one" adds 1 to numerator and denominator for n >= 2 (Lin & Och 2004); "none" gives 0.
     """
     _check_bleu_args(max_n, smoothing, epsilon)
-    if not references:
-        raise ValueError("BLEU needs at least one reference")
+    check_len(references, "BLEU's references")
     matches, totals = [], []
     for n in range(1, max_n + 1):
         hyp = ngrams(hypothesis, n)
@@ -298,8 +278,7 @@ def self_bleu(
     """
     check_not_bare_string(texts, "texts")
     _check_bleu_args(max_n, smoothing, epsilon)
-    if len(texts) < 2:
-        raise ValueError(f"Self-BLEU needs at least 2 texts, got {len(texts)}")
+    check_len(texts, "Self-BLEU's texts", 2)
     toks = [tokenize(t, tokenization) for t in texts]
     grams = [[ngrams(t, n) for n in range(1, max_n + 1)] for t in toks]
     top: list[dict[tuple, list[int]]] = [{} for _ in range(max_n)]  # n-gram -> [largest, second largest]

@@ -12,21 +12,23 @@ _CHUNK = 1 << 20
 _LOG_NEGLIGIBLE = -40.0
 
 
+def _is_integer(x) -> bool:
+    """An integer of any kind (not a bool), or a float with an integer value."""
+    if isinstance(x, float):
+        return math.isfinite(x) and x == int(x)
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
 def _as_int_array(v, name: str) -> np.ndarray:
     """`v` as an array of Python ints (object dtype): any integer size, integral floats, numpy integers."""
     a = np.asarray(v)
-    if a.dtype.kind == "b" or isinstance(v, bool):
-        raise ValueError(f"{name} must hold integers, got {v!r}")
-    if a.dtype.kind in "iu":
+    if a.dtype.kind in "iu" and not isinstance(v, bool):
         return a.astype(object)
-    flat = a.reshape(-1)
-    out = np.empty(flat.shape, dtype=object)
-    for idx, x in enumerate(flat.tolist() if a.dtype.kind != "O" else flat):
-        if isinstance(x, bool) or not isinstance(x, (numbers.Integral, float)):
-            raise ValueError(f"{name} must hold integers, got {v!r}")
-        if isinstance(x, float) and not (math.isfinite(x) and x == int(x)):
-            raise ValueError(f"{name} must hold integers, got {v!r}")
-        out[idx] = int(x)
+    flat = a.reshape(-1).tolist() if a.dtype.kind != "O" else list(a.reshape(-1))
+    if a.dtype.kind == "b" or isinstance(v, bool) or not all(_is_integer(x) for x in flat):
+        raise ValueError(f"{name} must hold integers, got {v!r}")
+    out = np.empty(len(flat), dtype=object)
+    out[:] = [int(x) for x in flat]
     return out.reshape(a.shape)
 
 
@@ -56,9 +58,9 @@ def pass_at_k(n, c, k):
     if np.any(n_a < 1):
         raise ValueError("n (samples per problem) must be >= 1")
     if np.any((c_a < 0) | (c_a > n_a)):
-        raise ValueError("c (correct samples) must satisfy 0 <= c <= n")
+        raise ValueError(f"c (correct samples) must satisfy 0 <= c <= n, got c={c!r}, n={n!r}")
     if np.any((k_a < 1) | (k_a > n_a)):
-        raise ValueError("k must satisfy 1 <= k <= n for the unbiased estimator")
+        raise ValueError(f"k must satisfy 1 <= k <= n for the unbiased estimator, got k={k!r}, n={n!r}")
     out = np.ones(n_a.shape, dtype=np.float64)
     for idx in np.ndindex(n_a.shape):
         n_i, c_i, k_i = int(n_a[idx]), int(c_a[idx]), int(k_a[idx])

@@ -73,10 +73,7 @@ def offline_file(name: str) -> Path | None:
 
 def _lookup(name: str) -> PretrainedModel:
     check_str(name, "model name")
-    key = name.strip().lower()
-    if key not in _MODELS:
-        raise ValueError(f"unknown pretrained model {name!r}; registered: {available_pretrained()}")
-    return _MODELS[key]
+    return _MODELS[check_choice(name.strip().lower(), "pretrained model", available_pretrained())]
 
 
 def default_cache_dir() -> Path:
@@ -105,8 +102,7 @@ def load_pretrained(
     path = Path(name_or_path)
     key = str(name_or_path).strip().lower()
     if key not in _MODELS:
-        if not str(name_or_path).strip():
-            raise ValueError("model name or path is an empty string")
+        check_str(str(name_or_path), "model name or path")
         if source == "offline":
             raise ValueError(f"source='offline' needs a registered name {available_pretrained()}, got {name_or_path!r}")
         target = str(path) if path.exists() else str(name_or_path)  # a local folder or a Hub id

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import math
+import numbers
 import re
 import string
 import unicodedata
@@ -11,7 +11,7 @@ from typing import Callable, Collection, Literal, Sequence
 
 import torch
 
-from setpo._validate import check_callable, check_choice, check_int
+from setpo._validate import check_callable, check_choice, check_int, check_real, check_strings
 
 _PUNCT = re.escape(string.punctuation)
 
@@ -58,15 +58,11 @@ def gapo_rewards(
     probability of that answer. ``normalize`` must return a string (ValueError otherwise).
     """
     check_int(group_size, "group_size", minimum=1)
-    if isinstance(answers, (str, bytes)) or not isinstance(answers, Sequence):
-        raise ValueError(f"answers must be a sequence of strings (or None), got {type(answers).__name__}")
-    if any(a is not None and not isinstance(a, str) for a in answers):
-        raise ValueError("answers must hold strings (or None for no answer)")
+    check_strings(answers, "answers", none=True)
     normalize = checked_normalize(normalize)
     if not dtype.is_floating_point:
         raise ValueError(f"dtype must be a floating-point dtype, got {dtype}")
-    if not math.isfinite(invalid_reward):
-        raise ValueError(f"invalid_reward must be finite, got {invalid_reward}")
+    check_real(invalid_reward, "invalid_reward", kind=numbers.Real)
     N = len(answers)
     if N == 0 or N % group_size != 0:
         raise ValueError(f"number of answers {N} must be a positive multiple of group_size {group_size}")

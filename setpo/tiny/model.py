@@ -22,7 +22,7 @@ from transformers import (
     Qwen2Config,
 )
 
-from setpo._validate import check_int
+from setpo._validate import check_choice, check_int
 from setpo.tiny.tokenizer import build_char_tokenizer
 
 Family = Literal["qwen2", "llama"]
@@ -44,8 +44,7 @@ class TinyModelConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.family not in FAMILIES:
-            raise ValueError(f"unknown model family {self.family!r}; choose one of {sorted(FAMILIES)}")
+        check_choice(self.family, "model family", sorted(FAMILIES))
         for name in ("hidden_size", "num_layers", "num_heads", "max_position_embeddings"):
             check_int(getattr(self, name), name, minimum=1)
         if self.hidden_size % self.num_heads:
@@ -53,10 +52,8 @@ class TinyModelConfig:
         kv = self.num_heads if self.num_kv_heads is None else self.num_kv_heads
         if kv < 1 or self.num_heads % kv:
             raise ValueError(f"num_heads={self.num_heads} is not a multiple of num_kv_heads={kv}")
-        if self.intermediate_size is not None and self.intermediate_size < 1:
-            raise ValueError(f"intermediate_size must be positive, got {self.intermediate_size}")
-        if not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {self.seed!r}")
+        check_int(self.intermediate_size, "intermediate_size", minimum=1, none=True)
+        check_int(self.seed, "seed", minimum=0)
 
     def to_transformers(self, tokenizer: PreTrainedTokenizerFast):
         """The transformers config (Qwen2Config or LlamaConfig) for this architecture and tokenizer."""

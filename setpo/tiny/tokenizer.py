@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-from setpo._validate import check_choice, check_str
+from setpo._validate import check_choice, check_str, check_strings
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
@@ -40,14 +40,9 @@ def build_char_tokenizer(
     alphabet = DEFAULT_ALPHABET if alphabet is None else alphabet
     check_str(alphabet, "alphabet", blank=True)
     check_choice(padding_side, "padding_side", ("left", "right"))
-    if isinstance(extra_tokens, str):
-        raise ValueError("extra_tokens must be a sequence of strings, not a single string")
-    extra = list(extra_tokens)
-    for token in extra:
-        if not isinstance(token, str) or len(token) < 2:
-            raise ValueError(
-                f"extra tokens must be strings of 2+ characters (single ones go in the alphabet): {token!r}"
-            )
+    extra = check_strings(extra_tokens, "extra_tokens")
+    if any(len(token) < 2 for token in extra):
+        raise ValueError(f"extra tokens must have 2+ characters (single ones go in the alphabet): {extra}")
     clash = set(extra) & set(SPECIAL_TOKENS)
     if clash or len(set(extra)) != len(extra):
         raise ValueError(f"extra_tokens repeat each other or the built-in special tokens {SPECIAL_TOKENS}: {extra}")

@@ -133,10 +133,10 @@ def test_passk_replaces_verls_advantage_on_uneven_groups(store, tokenizer, tiny_
 @pytest.mark.parametrize(
     ("section", "message"),
     [
-        ({"method": "nope"}, "setpo.method: unknown method"),
+        ({"method": "nope"}, "unknown setpo.method .nope."),
         ({"method": "gapo"}, "valid answers"),
         ({"method": "entropy_bonus"}, "actor_rollout_ref.actor.entropy_coeff"),
-        ({"method": "passk", "method_kwargs": {"kk": 1}}, "has no parameter"),
+        ({"method": "passk", "method_kwargs": {"kk": 1}}, r"unknown method 'passk' parameter\(s\)"),
         ({"method": "dqo", "placebo": True}, "changes the scores before it"),
         ({"method": "passk", "lambda": 0.5}, "setpo.lambda=0.5 is a parameter of setpo.method=setpo"),
         ({"method": "setpo", "lambda": 0.1, "method_kwargs": {"lam": 1}}, "give the same parameter"),

@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from trl import GRPOConfig, TrlParser
 
-from setpo._validate import check_bool, check_choice, check_int, check_lambda, check_real
+from setpo._validate import check_bool, check_choice, check_int, check_known, check_lambda, check_mapping, check_real
 from setpo.core import available_shapings
 from setpo.embedders import POLICY_EMBEDDER, check_embedder_spec, is_policy_embedder
+from setpo.files import read_yaml
 from setpo.integrations.trl.presets import available_presets, get_preset
-from setpo.methods import Method, get_method
+from setpo.methods import Method, available_methods, get_method
 from setpo.tasks.list_selection import extract_answer as first_line_answer
 from setpo.tasks.math.extract import extract_boxed
 
@@ -188,9 +188,7 @@ class SetPOConfig(GRPOConfig):
                 raise ValueError(f"diversity_method_kwargs is not valid JSON: {err}") from None
         if kwargs is None:
             kwargs = {}
-        if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
-            raise ValueError(f"diversity_method_kwargs must map parameter names to values, got {kwargs!r}")
-        return dict(kwargs)
+        return dict(check_mapping(kwargs, "diversity_method_kwargs", keys=str))
 
     def _check_method_fields(self, name: str, kwargs: Mapping[str, Any]) -> None:
         """Each set ``METHOD_FIELDS`` field belongs to the method run and is not also in its kwargs."""
@@ -210,10 +208,7 @@ class SetPOConfig(GRPOConfig):
     def _validate_method(self) -> None:
         """Check ``diversity_method``, its kwargs and fields against the registry and this config (clear errors)."""
         name = self.diversity_method
-        try:
-            method = get_method(name)
-        except ValueError as err:
-            raise ValueError(f"diversity_method: {err}") from None
+        method = get_method(check_choice(name, "diversity_method", available_methods()))
         self.diversity_method_kwargs = self._method_kwargs()
         self._check_method_fields(name, self.diversity_method_kwargs)
         try:
@@ -238,10 +233,8 @@ class SetPOConfig(GRPOConfig):
         )
         check_real(self.diversity_correct_threshold, "diversity_correct_threshold")
         G = self.num_generations
-        if "k" in params and G is not None and not (isinstance(params["k"], int) and 1 <= params["k"] <= G):
-            raise ValueError(
-                f"diversity_method_kwargs: k={params['k']!r} must be an integer in [1, {G}] (num_generations)"
-            )
+        if "k" in params and G is not None:
+            check_int(params["k"], "diversity_method_kwargs k (at most num_generations)", minimum=1, maximum=G)
         if method.entry == "reward" and self.multi_objective_aggregation != "sum_then_normalize":
             raise ValueError(
                 f"diversity_method={name!r} changes the summed reward before the group normalisation: it needs "
@@ -287,11 +280,6 @@ class SetPOConfig(GRPOConfig):
             check_num_generations(self.num_generations, "num_generations", self.method)
 
     def _validate_embedding(self) -> None:
-        if not isinstance(self.setpo_embedder, str) or not self.setpo_embedder.strip():
-            raise ValueError(
-                "setpo_embedder must be a non-empty spec string ('hashed', 'minilm', 'policy', a model name or "
-                f"path), got {self.setpo_embedder!r}; pass an Embedder object to SetPOTrainer(embedder=...) instead"
-            )
         try:
             check_embedder_spec(self.setpo_embedder, extra_names=(POLICY_EMBEDDER,))
         except ValueError as err:
@@ -324,15 +312,12 @@ class SetPOConfig(GRPOConfig):
         command-line type (YAML's ``5e-2`` string becomes the float 0.05), and an ``env`` mapping sets
         environment variables, only once the config is valid. A key given twice is refused.
         """
-        values = yaml.load(Path(path).read_text(), Loader=_UniqueKeyLoader) or {}
-        if not isinstance(values, dict):
-            raise ValueError(f"{path} must hold a mapping of config fields, got {type(values).__name__}")
-        env = values.pop("env", {})
-        if not isinstance(env, dict):
-            raise ValueError(f"{path}: `env` must be a mapping of environment variables, got {type(env).__name__}")
-        unknown = sorted(set(values) - {f.name for f in dataclasses.fields(cls) if f.init})
-        if unknown:
-            raise ValueError(f"unknown SetPOConfig field(s) in {path}: {unknown}")
+        values = read_yaml(path) or {}
+        values = dict(check_mapping(values, f"{path} (SetPOConfig fields)"))
+        env = check_mapping(values.pop("env", {}), f"{path}: `env` (environment variables)")
+        check_known(
+            values, {f.name for f in dataclasses.fields(cls) if f.init}, f"SetPOConfig field(s) in {path}", False
+        )
         typed = _typed_like_trl(cls, values, path)
         cls._from_values(dict(typed), output_dir, dict(overrides))  # validated before the environment is touched
         for key, value in env.items():
@@ -342,9 +327,7 @@ class SetPOConfig(GRPOConfig):
     @classmethod
     def _from_values(cls, values: dict[str, Any], output_dir: str | None, overrides: dict[str, Any]) -> SetPOConfig:
         known = {f.name for f in dataclasses.fields(cls) if f.init}
-        unknown = sorted(set(values) - known) + sorted(set(overrides) - known)
-        if unknown:
-            raise ValueError(f"unknown SetPOConfig field(s): {unknown}")
+        check_known([*values, *overrides], known, "SetPOConfig field(s)", listed=False)
         # Batch sizing given through steps_per_generation replaces the preset's generation_batch_size
         # (TRL refuses both at once).
         if overrides.get("steps_per_generation") is not None and "generation_batch_size" not in overrides:
@@ -353,19 +336,6 @@ class SetPOConfig(GRPOConfig):
         if output_dir is not None:
             values["output_dir"] = output_dir
         return cls(**values)
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """yaml's safe loader, refusing a mapping that gives one key twice (yaml would keep the last silently)."""
-
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise ValueError(f"duplicate key {key!r} in the YAML file (line {key_node.start_mark.line + 1})")
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
 
 
 def _typed_like_trl(cls: type, values: dict[str, Any], source: str | Path) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 import torch
 
+from setpo._validate import check_choice, check_int, check_same_len
 from setpo.embedders import Embedder, build_embedder, embedder_accepts
 from setpo.integrations.trl.group_rewards import completion_text
 
@@ -48,13 +49,10 @@ def build_text_embedder(
 
 def texts_for_embedding(prompts: Sequence[Any], completions: Sequence[Any], field: str) -> list[str]:
     """The text the kernel sees for each row: the completion (paper) or prompt followed by completion."""
-    if len(prompts) != len(completions):
-        raise ValueError(f"{len(prompts)} prompts but {len(completions)} completions")
-    if field == "completion":
+    check_same_len(prompts=prompts, completions=completions)
+    if check_choice(field, "embed field", ("completion", "prompt+completion")) == "completion":
         return [completion_text(c) for c in completions]
-    if field == "prompt+completion":
-        return [completion_text(p) + completion_text(c) for p, c in zip(prompts, completions)]
-    raise ValueError(f"unknown embed field {field!r}; use 'completion' or 'prompt+completion'")
+    return [completion_text(p) + completion_text(c) for p, c in zip(prompts, completions)]
 
 
 def _decoder_of(model: torch.nn.Module) -> torch.nn.Module | None:
@@ -83,8 +81,7 @@ def _last_hidden(output: Any) -> torch.Tensor | None:
 def token_chunks(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
     """Rows grouped into forward passes of at most ``max_tokens`` padded tokens (rows x longest row; at least one
     row each), rows sorted by length so each pass pads little."""
-    if max_tokens < 1:
-        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    check_int(max_tokens, "max_tokens", minimum=1)
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
     chunks: list[list[int]] = []
     current: list[int] = []
@@ -193,8 +190,7 @@ def policy_embeddings(
     if chunk_tokens is not None:
         chunks = token_chunks(used, chunk_tokens)
     else:
-        if batch_size is None or batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1 when chunk_tokens is None, got {batch_size}")
+        check_int(batch_size, "batch_size (chunk_tokens is None)", minimum=1)
         chunks = [list(range(s, min(s + batch_size, len(used)))) for s in range(0, len(used), batch_size)]
 
     decoder = _decoder_of(model)

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 
 import torch
 
+from setpo._validate import check_int, check_real
+
 
 def distinct_rows(rows: Sequence[Sequence[int]]) -> tuple[list[list[int]], torch.Tensor]:
     """(distinct rows in order of first appearance, index of each input row's distinct row)."""
@@ -102,10 +104,9 @@ def shared_prefix_generate(
     """Completion token ids of row i = continuation of ``prompts[prefix_index[i]]``, each ending at (and keeping) its
     first stop token or after ``max_new_tokens``. Every distinct prompt is prefilled once; finished rows leave the
     batch."""
-    if max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-    if temperature < 0 or not 0 < top_p <= 1:
-        raise ValueError(f"temperature must be >= 0 and top_p in (0, 1], got {temperature}, {top_p}")
+    check_int(max_new_tokens, "max_new_tokens", minimum=1)
+    check_real(temperature, "temperature", minimum=0)
+    check_real(top_p, "top_p", minimum=0, maximum=1, strict=True)
     device = next(model.parameters()).device
     ids, mask = left_pad(prompts, pad_id, device)
     out = model(input_ids=ids, attention_mask=mask, position_ids=prompt_positions(mask), use_cache=True,

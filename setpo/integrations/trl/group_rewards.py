@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 import torch
 from accelerate.utils import broadcast_object_list, gather_object
 
-from setpo._validate import check_callable
+from setpo._validate import check_callable, check_same_len
 
 _NOT_REWARD_COLUMNS = ("prompt", "completion", "completion_ids")
 
@@ -53,14 +53,11 @@ class GroupRewardFunction:
 
     def score(self, prompts: Sequence[Any], completions: Sequence[Any], group_size: int, **kwargs) -> torch.Tensor:
         """Rewards (N,) float32 for the gathered batch; ``None`` entries become NaN as in TRL."""
-        N = len(completions)
-        if len(prompts) != N:
-            raise ValueError(f"{len(prompts)} prompts but {N} completions")
+        N = check_same_len(prompts=prompts, completions=completions)
         if not isinstance(group_size, int) or group_size < 1 or N % group_size != 0:
             raise ValueError(f"{N} rows cannot be split into groups of {group_size!r}")
         out = list(self.fn(prompts, completions, group_size, **kwargs))
-        if len(out) != N:
-            raise ValueError(f"group reward {self.__name__!r} returned {len(out)} rewards for {N} completions")
+        check_same_len(**{f"rewards from group reward {self.__name__!r}": out, "completions": completions})
         vals = [math.nan if r is None else float(r) for r in out]
         return torch.tensor(vals, dtype=torch.float32)
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from setpo._validate import check_known
 from setpo.integrations.trl.embedding import HiddenStateCapture, policy_embeddings
 
 
@@ -36,9 +37,7 @@ class PolicyHiddenReuse:
         self._setpo_capture = None
         if not self.setpo_policy_hidden_sources:
             return None
-        unknown = set(self.setpo_policy_hidden_sources) - {"old", "ref"}
-        if unknown:
-            raise ValueError(f"setpo_policy_hidden_sources may hold only 'old' and 'ref', got {sorted(unknown)}")
+        check_known(self.setpo_policy_hidden_sources, ("old", "ref"), "setpo_policy_hidden_sources entry(s)")
         self._setpo_capture = HiddenStateCapture(max_tokens=self.args.setpo_embed_max_length)
         return self._setpo_capture
 

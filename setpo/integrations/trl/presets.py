@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from setpo._validate import check_choice
 from setpo.paper_runs import DATASETS, PAPER_EMBEDDER, PAPER_RUNS, PaperRun
 
 # Shared by every SetPO row: the paper's embedder on the output text, clamped cosine kernel, g = -log(1+x).
@@ -100,10 +101,7 @@ def available_presets() -> list[str]:
 
 def get_preset(name: str) -> Preset:
     """The preset called ``name`` (ValueError listing the known names otherwise)."""
-    try:
-        return PRESETS[name]
-    except KeyError:
-        raise ValueError(f"unknown preset {name!r}; available: {available_presets()}") from None
+    return PRESETS[check_choice(name, "preset", available_presets())]
 
 
 def preset_to_yaml(name: str) -> str:

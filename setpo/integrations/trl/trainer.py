@@ -12,6 +12,7 @@ from accelerate.utils import gather_object
 from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import nanstd
 
+from setpo._validate import check_callable
 from setpo.core.controls import controlled_advantages, placebo_permutation, warmup_factor
 from setpo.embedders import Embedder, embed_texts, is_policy_embedder
 from setpo.integrations.trl.config import ANSWER_EXTRACTORS, CONTROLS, SetPOConfig, check_num_generations
@@ -79,12 +80,8 @@ class SetPOTrainer(PolicyHiddenReuse, GroupRewardScoring, GRPOTrainer):
             kind = "GRPOConfig" if isinstance(args, GRPOConfig) else type(args).__name__
             raise ValueError(f"SetPOTrainer needs a SetPOConfig, got {kind}; build one with SetPOConfig(...)")
         args._validate_setpo()  # fields may have been changed after construction
-        if embedder is not None and not callable(embedder):
-            raise ValueError(f"embedder must follow the Embedder protocol (texts -> (N, d)), got {type(embedder)}")
-        if answer_extractor is not None and not callable(answer_extractor):
-            raise ValueError(
-                f"answer_extractor must be callable (completion text -> answer or None), got {answer_extractor!r}"
-            )
+        check_callable(embedder, "embedder", " (the Embedder protocol: texts -> (N, d))", none=True)
+        check_callable(answer_extractor, "answer_extractor", " (completion text -> answer or None)", none=True)
         super().__init__(model, reward_funcs, args, *positional, **kwargs)
         self._method_answer = answer_extractor or ANSWER_EXTRACTORS[self.args.diversity_answer_extractor]
         self._rows: tuple[list, list, list] | None = None  # this batch's local prompts, completions, completion ids

@@ -6,10 +6,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-from setpo._validate import check_bool, check_choice, check_int, check_lambda, check_real, check_str
+from setpo._validate import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_known,
+    check_lambda,
+    check_mapping,
+    check_real,
+    check_str,
+)
 from setpo.core.credits import SmallGroupPolicy, check_small_group_policy
 from setpo.core.shaping import get_shaping
-from setpo.methods import Method, get_method
+from setpo.methods import Method, available_methods, get_method
 from setpo.paper_runs import PAPER_EMBEDDER
 from setpo.tasks.list_selection import extract_answer as first_line_answer
 from setpo.tasks.math.extract import extract_boxed
@@ -85,8 +94,7 @@ class SetPOVerlConfig:
         check_str(self.embedder, "setpo.embedder")
         check_choice(self.embed_device, "setpo.embed_device", ("cpu", "cuda"))
         check_choice(self.embed_dtype, "setpo.embed_dtype", ("float32", "bfloat16", "float16"))
-        if not isinstance(self.embedder_kwargs, Mapping):
-            raise ValueError(f"setpo.embedder_kwargs must be a mapping, got {type(self.embedder_kwargs).__name__}")
+        check_mapping(self.embedder_kwargs, "setpo.embedder_kwargs")
         check_small_group_policy(self.small_group, "setpo.small_group")
         check_bool(self.skip_special_tokens, "setpo.skip_special_tokens")
         check_real(self.target_ratio, "setpo.target_ratio", minimum=0, strict=True, none=True)
@@ -108,12 +116,8 @@ class SetPOVerlConfig:
                 raise ValueError(f"setpo.{name} and setpo.method_kwargs.{param} give the same parameter: give it once")
 
     def _check_method(self) -> None:
-        try:
-            method = get_method(self.method)
-        except ValueError as err:
-            raise ValueError(f"setpo.method: {err}") from None
-        if not isinstance(self.method_kwargs, Mapping) or not all(isinstance(k, str) for k in self.method_kwargs):
-            raise ValueError(f"setpo.method_kwargs must map parameter names to values, got {self.method_kwargs!r}")
+        method = get_method(check_choice(self.method, "setpo.method", available_methods()))
+        check_mapping(self.method_kwargs, "setpo.method_kwargs", keys=str)
         if self.method in REFUSED_METHODS:
             raise ValueError(f"setpo.method={self.method} is not run by the verl hook: {REFUSED_METHODS[self.method]}")
         self._check_method_keys()
@@ -162,18 +166,12 @@ class SetPOVerlConfig:
         """Build from the hydra ``setpo`` section; its key ``lambda`` maps to ``lam``. Unknown keys raise ValueError."""
         if section is None:
             return cls()
-        if not isinstance(section, Mapping):
-            raise ValueError(f"the setpo config section must be a mapping, got {type(section).__name__}")
-        data = dict(section)
+        data = dict(check_mapping(section, "the setpo config section"))
         if "lambda" in data:
             if "lam" in data:
                 raise ValueError("give setpo.lambda or setpo.lam, not both")
             data["lam"] = data.pop("lambda")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            allowed = sorted((known - {"lam"}) | {"lambda"})
-            raise ValueError(f"unknown key(s) in the setpo config section: {unknown}; allowed: {allowed}")
+        check_known(data, {f.name for f in fields(cls)} | {"lambda"}, "key(s) in the setpo config section")
         for key in ("embedder_kwargs", "method_kwargs"):
             if key in data:
                 data[key] = {} if data[key] is None else dict(data[key])

@@ -7,23 +7,21 @@ from collections.abc import Sequence
 
 import torch
 
+from setpo._validate import check_same_len, check_shape
 from setpo.embedders import Embedder, build_embedder, embedder_accepts
 from setpo.integrations.verl.config import SetPOVerlConfig
 
 
 def decode_responses(tokenizer, responses: torch.Tensor, lengths: Sequence[int], skip_special_tokens: bool = True):
     """Text of each response: row i's first ``lengths[i]`` ids of the right-padded (N, T) `responses`."""
-    if responses.dim() != 2:
-        raise ValueError(f"responses must be (N, T) token ids, got shape {tuple(responses.shape)}")
+    check_shape(responses, "responses (token ids)", ("N", "T"))
     lengths = [int(n) for n in (lengths.tolist() if hasattr(lengths, "tolist") else lengths)]
-    if len(lengths) != responses.shape[0]:
-        raise ValueError(f"got {len(lengths)} lengths for {responses.shape[0]} responses")
+    check_same_len(lengths=lengths, responses=responses)
     if any(n < 0 or n > responses.shape[1] for n in lengths):
         raise ValueError(f"response lengths must lie in [0, {responses.shape[1]}], got {lengths}")
     ids = [responses[i, :n].tolist() for i, n in enumerate(lengths)]
     texts = tokenizer.batch_decode(ids, skip_special_tokens=skip_special_tokens)
-    if len(texts) != len(ids):
-        raise ValueError(f"tokenizer.batch_decode returned {len(texts)} texts for {len(ids)} responses")
+    check_same_len(responses=ids, **{"texts from tokenizer.batch_decode": texts})
     return list(texts)
 
 

@@ -18,10 +18,8 @@ from setpo.integrations.verl.config import ANSWER_EXTRACTORS, SetPOVerlConfig
 from setpo.methods import GroupBatch
 
 
-def _as_uid_list(uids: Sequence[Hashable], n: int | None = None) -> list:
+def _as_uid_list(uids: Sequence[Hashable]) -> list:
     out = uids.tolist() if hasattr(uids, "tolist") else list(uids)
-    if n is not None and len(out) != n:
-        raise ValueError(f"got {len(out)} uids for {n} rows")
     for i, u in enumerate(out):
         if u is None or (isinstance(u, float) and math.isnan(u)):
             raise ValueError(f"row {i} has no uid ({u!r}); every rollout needs the uid of its prompt")

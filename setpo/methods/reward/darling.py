@@ -14,6 +14,7 @@ from typing import Any, Union
 
 import torch
 
+from setpo._validate import check_choice, check_shape
 from setpo.core import cosine_kernel
 from setpo.methods.batch import GroupBatch, check_real
 from setpo.methods.registry import register_method
@@ -82,26 +83,19 @@ def darling_diversity(labels: torch.Tensor, floor: float = CODE_FLOOR) -> torch.
 def _partition_labels(batch: GroupBatch, partition: PartitionSpec, threshold: float, normalize) -> torch.Tensor:
     if callable(partition):
         labels = torch.as_tensor(partition(batch))
-        if tuple(labels.shape) != (batch.num_groups, batch.group_size):
-            raise ValueError(
-                f"the partition function must return (B, G) = {(batch.num_groups, batch.group_size)} labels, "
-                f"got shape {tuple(labels.shape)}"
-            )
-        return labels
-    if partition == "answer":
+        return check_shape(labels, "the partition function's labels", (batch.num_groups, batch.group_size), "(B, G)")
+    if _check_partition(partition) == "answer":
         return answer_partition(batch.answers, batch.group_size, normalize)
-    if partition == "embedding":
-        return embedding_partition(batch.embeddings, threshold)
-    raise ValueError(f"unknown partition {partition!r}; use {sorted(PARTITIONS)} or a function batch -> (B, G) labels")
+    return embedding_partition(batch.embeddings, threshold)
+
+
+def _check_partition(p: str) -> str:
+    return check_choice(p, "partition", sorted(PARTITIONS), " or a function batch -> (B, G) labels")
 
 
 def _darling_inputs(params: Mapping[str, Any]) -> tuple[str, ...]:
     p = params["partition"]
-    if callable(p):
-        return ()
-    if p not in PARTITIONS:
-        raise ValueError(f"unknown partition {p!r}; use {sorted(PARTITIONS)} or a function batch -> (B, G) labels")
-    return (PARTITIONS[p],)
+    return () if callable(p) else (PARTITIONS[_check_partition(p)],)
 
 
 @register_method(

@@ -21,7 +21,7 @@ from typing import Literal
 
 import torch
 
-from setpo._validate import check_bool, check_choice
+from setpo._validate import check_bool, check_choice, check_int
 from setpo.methods.batch import GroupBatch, check_real
 from setpo.methods.registry import register_method
 from setpo.metrics.diversity import Smoothing, Tokenize, _bleu_from_counts, _check_bleu_args, ngrams, tokenize
@@ -101,10 +101,9 @@ def pairwise_bleu_diversity(
     """
     _check_bleu_args(max_n, smoothing, epsilon)
     check_choice(preset, "preset", ("default", "authors"))
+    check_int(group_size, "group size G (the pairwise BLEU diversity needs 2)", minimum=2)
     if len(texts) % group_size:
         raise ValueError(f"{len(texts)} texts are not a multiple of the group size {group_size}")
-    if group_size < 2:
-        raise ValueError(f"group size G={group_size} is too small: the pairwise BLEU diversity needs G >= 2")
     if preset == "authors":
         return authors_bleu_diversity(texts, group_size)
     B = len(texts) // group_size

@@ -17,7 +17,7 @@ import math
 import numbers
 from collections.abc import Sequence
 
-from setpo._validate import check_callable, check_choice
+from setpo._validate import check_callable, check_choice, check_ints, check_len, check_same_len
 from setpo.metrics.diversity import check_not_bare_string
 from setpo.tasks.countdown.expressions import CanonLevel, canonical
 from setpo.tasks.countdown.problems import CountdownProblem
@@ -65,16 +65,13 @@ def table3_metrics(
 ) -> dict[str, dict[str, float]]:
     """Width, width share of the problems and average mode at each level, from `samples[i]` = completions of
     `problems[i]` (correct under the reward `rule`); also the per-problem distinct counts."""
-    if len(samples) != len(problems):
-        raise ValueError(f"{len(samples)} sample lists for {len(problems)} problems")
+    check_len(problems, "problems")
+    check_same_len(samples=samples, problems=problems)
     for s in samples:
         check_not_bare_string(s, "each entry of samples")
-    if not problems:
-        raise ValueError("no problems to score")
     out = {}
     for level in levels:
-        if level not in LEVELS:
-            raise ValueError(f"unknown level {level!r}; use one of {LEVELS}")
+        check_choice(level, "level", LEVELS)
         counts = [len(distinct_correct(s, p, level, rule)) for s, p in zip(samples, problems)]
         out[level] = {
             "width": diversity_width(counts),
@@ -134,5 +131,4 @@ class AnswerEmbedder:
 
 
 def _check_counts(counts: Sequence[int]) -> None:
-    if any(not isinstance(c, numbers.Integral) or isinstance(c, bool) or c < 0 for c in counts):
-        raise ValueError(f"counts must be non-negative ints, got {list(counts)[:8]}...")
+    check_ints(counts, "counts", minimum=0, kind=numbers.Integral, empty=True)

@@ -11,6 +11,8 @@ import re
 from fractions import Fraction
 from typing import Literal, Union
 
+from setpo._validate import check_choice, check_str
+
 Expr = Union[int, tuple]
 OPS = ("+", "-", "*", "/")
 _AST_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
@@ -90,8 +92,7 @@ def parse_expression(text: str) -> Expr:
     Follows Python's grammar, as TinyZero's `eval` does, but refuses what is not plain arithmetic on the
     given integers: `**`, `//`, `%`, decimal literals, names and calls.
     """
-    if not isinstance(text, str):
-        raise ValueError(f"expression must be a string, got {type(text).__name__}")
+    check_str(text, "expression", empty=True)
     if len(text) > MAX_EXPRESSION_CHARS:
         raise ValueError(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
     if not _ALLOWED_CHARS.match(text):
@@ -162,7 +163,7 @@ def canonical(text_or_tree: str | Expr, level: CanonLevel = "commutative") -> st
       adding a negation / multiplying by an inverse, so a - (b - c) == a + c - b and a / (b / c) == a * c / b.
       (Distributivity is not applied: a * (b + c) and a * b + a * c stay different; they use different numbers.)
     """
-    if level == "string":
+    if check_choice(level, "canonical level", ("string", "tree", "commutative", "associative")) == "string":
         if not isinstance(text_or_tree, str):
             raise ValueError("level 'string' needs the expression text, not a tree")
         return re.sub(r"\s+", "", text_or_tree)
@@ -171,6 +172,4 @@ def canonical(text_or_tree: str | Expr, level: CanonLevel = "commutative") -> st
         return render(tree, spaces=False)
     if level == "commutative":
         return _canon_comm(tree)
-    if level == "associative":
-        return _canon_ac(tree)
-    raise ValueError(f"unknown canonical level {level!r}; use 'string', 'tree', 'commutative' or 'associative'")
+    return _canon_ac(tree)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from setpo._validate import check_int, check_ints
+from setpo._validate import check_choice, check_int, check_ints
 from setpo.tasks.countdown.problems import CountdownProblem
 
 
@@ -27,11 +27,9 @@ TEMPLATES = ("base", "compact")
 
 def make_prompt(problem: CountdownProblem, template: str = "base") -> str:
     """Prompt text. "base": TinyZero's base template (the paper's); "compact": one line for tiny char-level models."""
-    if template == "base":
+    if check_choice(template, "template", TEMPLATES) == "base":
         return countdown_prompt(list(problem.nums), problem.target)
-    if template == "compact":
-        return f"Make {problem.target} from {list(problem.nums)}.\n"
-    raise ValueError(f"unknown template {template!r}; use one of {TEMPLATES}")
+    return f"Make {problem.target} from {list(problem.nums)}.\n"
 
 
 def answer_completion(expression: str) -> str:

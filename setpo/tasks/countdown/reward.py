@@ -25,6 +25,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Literal, Sequence, get_args
 
+from setpo._validate import check_choice, check_same_len, check_str
 from setpo.tasks.countdown.expressions import evaluate_expression
 from setpo.tasks.countdown.problems import CountdownProblem
 
@@ -50,9 +51,7 @@ MAX_POWER_BITS = 100_000
 
 def check_rule(rule: str) -> RewardRule:
     """`rule` when it names a reward rule; ValueError otherwise."""
-    if rule not in REWARD_RULES:
-        raise ValueError(f"unknown Countdown reward rule {rule!r}; use one of {REWARD_RULES}")
-    return rule  # type: ignore[return-value]
+    return check_choice(rule, "Countdown reward rule", REWARD_RULES)  # type: ignore[return-value]
 
 
 def extract_tagged_answer(text: str) -> str | None:
@@ -70,8 +69,7 @@ def extract_answer(completion: str, rule: str = DEFAULT_RULE) -> str | None:
     "tinyzero": the last <answer>...</answer> on the last line only (TinyZero's ``extract_solution``);
     "lenient": the last one anywhere, across lines.
     """
-    if not isinstance(completion, str):
-        raise ValueError(f"completion must be a string, got {type(completion).__name__}")
+    check_str(completion, "completion", empty=True)
     if check_rule(rule) == "lenient":
         return extract_tagged_answer(completion)
     found = _LINE_TAG_RE.findall(completion.split("\n")[-1])
@@ -174,8 +172,7 @@ def correct_answer(completion: str, nums: Sequence[int], target: int, rule: str 
 
 
 def _trl_rewards(completions, target, nums, rule: str) -> list[float]:
-    if not (len(completions) == len(target) == len(nums)):
-        raise ValueError(f"lengths differ: {len(completions)} completions, {len(target)} targets, {len(nums)} nums")
+    check_same_len(completions=completions, target=target, nums=nums)
     out = []
     for c, t, n in zip(completions, target, nums):
         text = c if isinstance(c, str) else c[-1]["content"]  # plain or conversational completions

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from setpo._validate import check_str
+
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*")
 
 
@@ -16,8 +18,7 @@ def extract_boxed_all(text: str) -> list[str]:
 
     `\\boxed 5` (no braces, one token) is accepted as "5".
     """
-    if not isinstance(text, str):
-        raise ValueError(f"text must be a string, got {type(text).__name__}")
+    check_str(text, "text", empty=True)
     out: list[str] = []
     for m in _BOX_RE.finditer(text):
         i = m.end()
@@ -59,8 +60,7 @@ def normalize_answer(answer: str) -> str:
     as in ``1.6~\\mathrm{cm}``) -> a space; ``\\sqrt13`` -> ``\\sqrt{13}`` (the Qwen2.5-Math convention);
     ``\\textbf{(073)}`` -> ``073``.
     """
-    if not isinstance(answer, str):
-        raise ValueError(f"answer must be a string, got {type(answer).__name__}")
+    check_str(answer, "answer", empty=True)
     a = answer.replace("\\~", "\x00").replace("~", " ").replace("\x00", "\\~")
     a = _E_NOTATION.sub(lambda m: f"{m.group(1)}\\times 10^{{{int(m.group(2))}}}", a)
     a = _SQRT_DIGITS.sub(r"\\sqrt{\1}", a)

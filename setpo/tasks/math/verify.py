@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
+from setpo._validate import check_len, check_same_len, check_str
 from setpo.tasks.math.extract import extract_boxed, normalize_answer, strip_percent
 
 #: Names the extraction rule and answer normalisation; stored with every result so a rule change is never resumed.
@@ -98,11 +99,8 @@ class MathVerifier:
         return self.timeout_s if (self.timeout_s and _in_main_thread()) else None
 
     def __call__(self, completion: str, golds: str | Sequence[str]) -> bool:
-        if not isinstance(completion, str):
-            raise ValueError(f"completion must be a string, got {type(completion).__name__}")
-        golds = [golds] if isinstance(golds, str) else list(golds)
-        if not golds:
-            raise ValueError("at least one reference answer is needed")
+        check_str(completion, "completion", empty=True)
+        golds = check_len([golds] if isinstance(golds, str) else list(golds), "golds (reference answers)")
         mv = _math_verify()
         timeout = self._timeout()
         span = scored_span(completion)
@@ -134,8 +132,7 @@ def verify_many(
     progress: bool = True,
 ) -> list[bool]:
     """Check completions[i] against golds[i]; ``workers > 1`` uses that many processes (timeouts stay on)."""
-    if len(completions) != len(golds):
-        raise ValueError(f"{len(completions)} completions but {len(golds)} reference answers")
+    check_same_len(completions=completions, golds=golds)
     from tqdm.auto import tqdm  # imported here: tqdm is not a core dependency
 
     verifier = verifier or MathVerifier()
