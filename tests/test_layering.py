@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1] / "setpo"
 
 #: Lowest layer first. "setpo" is the package root (setpo/__init__.py) and its top-level modules not listed.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("setpo._validate",),  # argument checks, used by every layer
+    ("setpo._validate", "setpo._cli"),  # argument checks and the command-line parser, used by every layer
     ("setpo.core",),  # the set-level credits: tensors in, tensors out
     ("setpo.embedders", "setpo.tiny", "setpo.models", "setpo.paper_runs", "setpo.files"),  # leaves beside the core
     ("setpo.rewards",),  # group-level rewards (GAPO)
