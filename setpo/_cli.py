@@ -15,11 +15,17 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def run_interruptible(main: Callable[[list[str]], int], argv: list[str], prog: str, kept: str) -> int:
-    """``main(argv)``; Ctrl-C ends in one line naming what was ``kept`` and the command that reruns (exit 130)."""
+def run_interruptible(
+    main: Callable[[list[str]], int], argv: list[str], prog: str, kept: str, *, resumes: bool = False
+) -> int:
+    """``main(argv)``; Ctrl-C ends in one line naming what was ``kept`` and the command that reruns (exit 130).
+
+    ``resumes``: the command picks up what was kept, so the line says "resume with" and leaves ``--overwrite`` out.
+    """
     try:
         return main(argv)
     except KeyboardInterrupt:
-        again = " ".join([prog, *map(shlex.quote, argv)])
-        print(f"\ninterrupted (SIGINT): {kept}; run again with: {again}", file=sys.stderr)
+        args = [x for x in argv if x != "--overwrite"] if resumes else argv
+        again = " ".join([prog, *map(shlex.quote, args)])
+        print(f"\ninterrupted (SIGINT): {kept}; {'resume' if resumes else 'run again'} with: {again}", file=sys.stderr)
         return 130

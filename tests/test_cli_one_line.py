@@ -63,3 +63,15 @@ def test_ctrl_c_ends_in_one_line_with_the_command_that_reruns(target, capsys, mo
     lines = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
     assert len(lines) == 1 and lines[0].startswith("interrupted (SIGINT): "), lines
     assert lines[0].endswith(" --seed 3") and "run again with: python " in lines[0]
+
+
+@pytest.mark.parametrize("target", ["setpo.eval", "setpo.data.prepare"])
+def test_ctrl_c_in_a_resumable_command_says_resume_and_leaves_overwrite_out(target, capsys, monkeypatch):
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    main = _main_of(target)
+    monkeypatch.setitem(main.__globals__, "_main", interrupted)
+    assert main(["--out", "o", "--overwrite"]) == 130
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert len(lines) == 1 and "kept" in lines[0] and lines[0].endswith(f"; resume with: python -m {target} --out o")

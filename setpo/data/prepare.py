@@ -11,11 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import sys
 from pathlib import Path
 
-from setpo._cli import Parser
+from setpo._cli import Parser, run_interruptible
 from setpo.data.build import DEFAULT_DATASETS, prepare_datasets
 from setpo.data.load import DatasetUnavailableError
 from setpo.data.sources import SPECS, source_table
@@ -34,12 +33,7 @@ def _earlier_prepare(folder: Path) -> bool:
 def main(argv: list[str] | None = None) -> int:
     """Command line (see the module docstring); Ctrl-C ends in one line with the command that resumes."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        return _main(argv)
-    except KeyboardInterrupt:
-        again = " ".join([PROG, *map(shlex.quote, [x for x in argv if x != "--overwrite"])])
-        print(f"\ninterrupted (SIGINT): splits already written are kept; resume with: {again}", file=sys.stderr)
-        return 130
+    return run_interruptible(_main, argv, PROG, "splits already written are kept", resumes=True)
 
 
 def _main(argv: list[str]) -> int:

@@ -15,12 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import sys
 from functools import partial
 from pathlib import Path
 
-from setpo._cli import Parser
+from setpo._cli import Parser, run_interruptible
 from setpo.data import EVAL_BENCHMARKS, DatasetUnavailableError, prepare_split, read_prepared
 from setpo.eval.generate import SamplingConfig, config_dict, make_generator
 from setpo.eval.harness import evaluate_benchmark, math_checker, model_fingerprint, reference_answers, rows_digest
@@ -60,10 +59,6 @@ def _check_tables(out: Path, request: dict, overwrite: bool) -> None:
         )
 
 
-def _resume_command(argv: list[str]) -> str:
-    return " ".join([PROG, *map(shlex.quote, [x for x in argv if x != "--overwrite"])])
-
-
 def _n_overrides(items: list[str], p: argparse.ArgumentParser) -> dict[str, int]:
     out = {}
     for item in items:
@@ -77,15 +72,8 @@ def _n_overrides(items: list[str], p: argparse.ArgumentParser) -> dict[str, int]
 def main(argv: list[str] | None = None) -> int:
     """Command line (see the module docstring); Ctrl-C ends in one line with the command that resumes."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        return _main(argv)
-    except KeyboardInterrupt:
-        print(
-            f"\ninterrupted (SIGINT): benchmarks already scored are kept under their results/; resume with: "
-            f"{_resume_command(argv)}",
-            file=sys.stderr,
-        )
-        return 130
+    kept = "benchmarks already scored are kept under their results/"
+    return run_interruptible(_main, argv, PROG, kept, resumes=True)
 
 
 def _parser() -> argparse.ArgumentParser:
